@@ -1,0 +1,360 @@
+//! `check`: every finding over the whole index, and the audit report that summarises
+//! them. What the CLI prints before a merge and what status conditions are made of.
+
+use crate::findings::{Finding, FindingKind, Summary};
+use crate::glob::has_glob;
+use crate::index::Engine;
+use crate::key::ToolId;
+use crate::model::*;
+use crate::reach::exception_covers;
+use crate::resolve::Resolution;
+use crate::verdict::{Classification, Evaluator};
+use serde::Serialize;
+
+fn obj(kind: Kind, key: &ObjKey) -> String {
+    format!("{kind} {key}")
+}
+
+impl Evaluator<'_> {
+    /// Findings about one agent: its violations and exceptions, and its Grants'
+    /// unresolved, drifted or tenancy-breaking references.
+    pub fn agent_findings(&self, agent: &ObjKey) -> Vec<Finding> {
+        let mut out = Vec::new();
+        let Some(eval) = self.evaluate_agent(agent, None) else {
+            return out;
+        };
+        for t in &eval.tools {
+            for p in &t.deny_paths {
+                let (kind, reason) = match p.classification {
+                    Classification::Violation => (FindingKind::Violation, "DenyViolation"),
+                    Classification::AuthorizedButGoverned => {
+                        (FindingKind::Exception, "AuthorizedButGoverned")
+                    }
+                };
+                let message = match &p.exception_reason {
+                    Some(r) => format!("{} reaches {} (exception: {r})", t.id, p.policy),
+                    None => format!("{} reaches {} through {}", t.id, p.policy, p.governed_by),
+                };
+                let mut f = Finding::new(kind, reason, obj(Kind::Agent, agent), message)
+                    .agent(agent)
+                    .tool(&t.id)
+                    .policy(&p.policy);
+                f.resource = p.resource.clone();
+                f.path = p.path.clone();
+                out.push(f);
+            }
+        }
+        for r in &eval.refs {
+            let (kind, message) = match &r.resolution {
+                Resolution::Resolved { .. } => continue,
+                Resolution::Drifted { tool } => (
+                    FindingKind::Drift,
+                    format!("{:?} names {tool}, which no server exposes now", r.selector),
+                ),
+                Resolution::NotFound => (
+                    FindingKind::Unresolved,
+                    format!("{:?} matches no tool this namespace can see", r.selector),
+                ),
+                Resolution::Ambiguous { candidates } => (
+                    FindingKind::Unresolved,
+                    format!(
+                        "{:?} is exposed by several servers ({}); qualify it as server::tool",
+                        r.selector,
+                        candidates
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ),
+                Resolution::CrossNamespaceDenied { server } => (
+                    FindingKind::Unresolved,
+                    format!(
+                        "{:?}: MCPServer {server} does not share its tools with namespace {}",
+                        r.selector, agent.namespace
+                    ),
+                ),
+            };
+            let mut f = Finding::new(
+                kind,
+                r.resolution.reason(),
+                format!("Grant {}", r.grant),
+                message,
+            )
+            .agent(agent);
+            if let Resolution::Drifted { tool } = &r.resolution {
+                f = f.tool(tool);
+            } else {
+                f = f.tool(&r.selector);
+            }
+            out.push(f);
+        }
+        out
+    }
+
+    /// Findings about Grants themselves: missing agents and expected exceptions that
+    /// name no Policy, are not permitted, have expired, or cover nothing.
+    pub fn grant_findings(&self, grant: &ObjKey) -> Vec<Finding> {
+        let e = self.engine;
+        let Some(g) = e.grants.get(grant) else {
+            return Vec::new();
+        };
+        let object = obj(Kind::Grant, grant);
+        let agent = ObjKey::new(&grant.namespace, &g.input.agent);
+        let mut out = Vec::new();
+        if e.agent(&agent).is_none() {
+            out.push(
+                Finding::new(
+                    FindingKind::Unresolved,
+                    "AgentNotFound",
+                    object.clone(),
+                    format!("Agent {agent} does not exist"),
+                )
+                .agent(&agent),
+            );
+        }
+        let granted: Vec<ToolId> = self.granted_tools(&agent).into_keys().collect();
+        for ex in &g.exceptions {
+            let unresolved = |reason: &str, message: String| {
+                Finding::new(FindingKind::Unresolved, reason, object.clone(), message)
+                    .agent(&agent)
+                    .policy(&ex.policy)
+            };
+            let Some(policy) = e.policies.get(&ex.policy) else {
+                out.push(unresolved(
+                    "PolicyNotFound",
+                    format!(
+                        "expected exception names Policy {}, which does not exist",
+                        ex.policy
+                    ),
+                ));
+                continue;
+            };
+            if !policy.input.allows_exceptions_from(&grant.namespace) {
+                out.push(unresolved(
+                    "ExceptionNotAllowed",
+                    format!(
+                        "Policy {} does not accept exceptions from namespace {}; the reach stays a violation",
+                        ex.policy, grant.namespace
+                    ),
+                ));
+                continue;
+            }
+            if ex.expires.is_some_and(|t| t <= self.now) {
+                out.push(unresolved(
+                    "ExceptionExpired",
+                    format!(
+                        "expected exception to {} expired at {}",
+                        ex.policy,
+                        ex.input.expires.as_deref().unwrap_or_default()
+                    ),
+                ));
+                continue;
+            }
+            // Toolgraph's invariant: an exception must classify at least one row.
+            let covers_any = granted.iter().any(|id| {
+                self.reach(id)
+                    .deny_paths()
+                    .any(|p| exception_covers(ex, &ex.policy, id, &grant.namespace, p, self.now))
+            });
+            if !covers_any {
+                out.push(unresolved(
+                    "ExceptionUnused",
+                    format!(
+                        "expected exception to {} covers no path of agent {agent}",
+                        ex.policy
+                    ),
+                ));
+            }
+        }
+        out
+    }
+
+    /// Findings about a Policy: tool bindings that break tenancy, name a tool no server
+    /// exposes, or are bare names several servers expose.
+    pub fn policy_findings(&self, policy: &ObjKey) -> Vec<Finding> {
+        let e = self.engine;
+        let Some(p) = e.policies.get(policy) else {
+            return Vec::new();
+        };
+        let object = obj(Kind::Policy, policy);
+        let mut out = Vec::new();
+        for (sel, _) in &p.tools {
+            let home = &policy.namespace;
+            if sel.names_other_namespace(home) && home != &e.config.governance_namespace {
+                out.push(
+                    Finding::new(
+                        FindingKind::Unresolved,
+                        "CrossNamespaceDenied",
+                        object.clone(),
+                        format!(
+                            "{:?}: a Policy governs only its own namespace's servers \
+                             (Policies in {} govern all)",
+                            sel.raw, e.config.governance_namespace
+                        ),
+                    )
+                    .policy(policy)
+                    .tool(&sel.raw),
+                );
+            } else if let Some(id) = sel.literal_id(home) {
+                if !self.reach(&id).exposed {
+                    out.push(
+                        Finding::new(
+                            FindingKind::Drift,
+                            "Drifted",
+                            object.clone(),
+                            format!("governs {id}, which no server exposes now"),
+                        )
+                        .policy(policy)
+                        .tool(&id),
+                    );
+                }
+            } else if sel.is_bare() && !has_glob(&sel.tool) {
+                let servers: std::collections::BTreeSet<&ObjKey> = e
+                    .servers
+                    .values()
+                    .filter(|s| e.policy_scope_covers(home, &s.input.key.namespace))
+                    .filter(|s| s.exposes(&sel.tool))
+                    .map(|s| &s.input.key)
+                    .collect();
+                if servers.len() > 1 {
+                    out.push(
+                        Finding::new(
+                            FindingKind::Unresolved,
+                            "Ambiguous",
+                            object.clone(),
+                            format!(
+                                "bare tool name {:?} is exposed by {} servers; it governs all of them",
+                                sel.tool,
+                                servers.len()
+                            ),
+                        )
+                        .policy(policy)
+                        .tool(&sel.raw),
+                    );
+                }
+            }
+        }
+        out
+    }
+
+    /// Findings about an MCPServer: dataAccess naming tools it does not expose.
+    pub fn server_findings(&self, server: &ObjKey) -> Vec<Finding> {
+        let Some(s) = self.engine.servers.get(server) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for a in s.access.iter().filter(|a| !has_glob(&a.tool)) {
+            if !s.exposes(&a.tool) {
+                let why = if s.tools.is_none() {
+                    "the server has not been crawled yet"
+                } else {
+                    "the server does not expose it"
+                };
+                out.push(
+                    Finding::new(
+                        FindingKind::Drift,
+                        "Drifted",
+                        obj(Kind::MCPServer, server),
+                        format!("dataAccess names tool {:?}, but {why}", a.tool),
+                    )
+                    .tool(ToolId::new(
+                        &server.namespace,
+                        &server.name,
+                        &a.tool,
+                    )),
+                );
+            }
+        }
+        out
+    }
+
+    /// Every finding over the index, sorted.
+    pub fn check(&self) -> Vec<Finding> {
+        let e: &Engine = self.engine;
+        let mut out = e.compile_findings();
+        for a in e.agents.keys() {
+            out.extend(self.agent_findings(a));
+        }
+        for g in e.grants.keys() {
+            out.extend(self.grant_findings(g));
+        }
+        for p in e.policies.keys() {
+            out.extend(self.policy_findings(p));
+        }
+        for s in e.servers.keys() {
+            out.extend(self.server_findings(s));
+        }
+        out.sort();
+        out
+    }
+
+    /// audit-report: whole-graph summary with a pass/fail status.
+    pub fn audit_report(&self) -> AuditReport {
+        let findings = self.check();
+        let summary = Summary::of(&findings);
+        let counts = AuditCounts {
+            servers: self.engine.servers.len(),
+            tools: self.engine.known_tools().len(),
+            agents: self.engine.agents.len(),
+            policies: self.engine.policies.len(),
+            grants: self.engine.grants.len(),
+            violations: summary.violations,
+            exceptions: summary.exceptions,
+            drift: self.drift().len(),
+            unresolved: summary.unresolved,
+            invalid: summary.invalid,
+            unmapped_tools: self.unmapped_tools().len(),
+            orphan_policies: self.orphan_policies().len(),
+            unbacked_edges: self.unbacked_edges(false).len(),
+            destructive_unsafeguarded: self.destructive_unsafeguarded().len(),
+            annotation_contradictions: self.annotation_contradictions().len(),
+        };
+        let mut failures = Vec::new();
+        if counts.violations > 0 {
+            failures.push(format!("{} deny-policy violation(s)", counts.violations));
+        }
+        if counts.invalid > 0 {
+            failures.push(format!("{} invalid input(s)", counts.invalid));
+        }
+        AuditReport {
+            status: if failures.is_empty() { "pass" } else { "fail" },
+            failures,
+            counts,
+            violations: findings
+                .into_iter()
+                .filter(|f| f.kind == FindingKind::Violation)
+                .collect(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditCounts {
+    pub servers: usize,
+    pub tools: usize,
+    pub agents: usize,
+    pub policies: usize,
+    pub grants: usize,
+    pub violations: usize,
+    pub exceptions: usize,
+    pub drift: usize,
+    pub unresolved: usize,
+    pub invalid: usize,
+    pub unmapped_tools: usize,
+    pub orphan_policies: usize,
+    pub unbacked_edges: usize,
+    pub destructive_unsafeguarded: usize,
+    pub annotation_contradictions: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditReport {
+    /// `pass` or `fail` (any violation or invalid input fails).
+    pub status: &'static str,
+    pub failures: Vec<String>,
+    pub counts: AuditCounts,
+    pub violations: Vec<Finding>,
+}

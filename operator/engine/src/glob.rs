@@ -1,0 +1,870 @@
+//! Glob languages of the engine: URI globs (with an exact overlap test) and
+//! tool/server-name globs.
+//!
+//! URI globs apply to canonical URI strings (see [`crate::uri`]):
+//! - `*` matches any run of characters except `/` (possibly empty);
+//! - `**` matches any run of characters, `/` included (possibly empty);
+//! - a `**` that is a whole segment followed by `/` (the text `/**/`, or
+//!   `**/` at the very start) also matches zero segments: `/a/**/b` matches
+//!   `/a/b` as well as `/a/x/y/b`;
+//! - three or more consecutive stars are invalid; every other character is
+//!   literal.
+//!
+//! Each pattern compiles to a linear NFA with one state per token, which
+//! gives linear-time matching and an exact overlap test (BFS over the
+//! product automaton) with a shortest witness string.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// Why a string is not a valid URI glob.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GlobError {
+    /// The pattern is the empty string.
+    Empty,
+    /// Three or more consecutive `*` starting at this byte offset.
+    TooManyStars { at: usize },
+}
+
+impl fmt::Display for GlobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GlobError::Empty => f.write_str("empty glob pattern"),
+            GlobError::TooManyStars { at } => {
+                write!(f, "three or more consecutive `*` at byte {at}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for GlobError {}
+
+/// Checks URI glob syntax.
+pub fn validate_glob(pattern: &str) -> Result<(), GlobError> {
+    compile(pattern).map(|_| ())
+}
+
+/// True if `s` contains a glob metacharacter.
+pub fn has_glob(s: &str) -> bool {
+    s.contains('*')
+}
+
+/// Tool-name / server-name globs: `*` matches any run of characters (names
+/// have no segments); every other character is literal.
+///
+/// Two-pointer star matching: on a mismatch only the most recent `*` is
+/// retried one character further, so the cost is O(|pattern| * |name|) at
+/// worst, with no allocation. Works on bytes: literals are whole UTF-8
+/// sequences, so they can only match at character boundaries.
+pub fn name_matches(pattern: &str, name: &str) -> bool {
+    let (p, t) = (pattern.as_bytes(), name.as_bytes());
+    let (mut pi, mut ti) = (0, 0);
+    // (index of the last `*` in p, position in t it currently resumes at)
+    let mut backtrack: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == b'*' {
+            backtrack = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((star, resume)) = backtrack {
+            // Let that `*` swallow one more character and retry.
+            backtrack = Some((star, resume + 1));
+            pi = star + 1;
+            ti = resume + 1;
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|&b| b == b'*')
+}
+
+/// What a state's self-loop consumes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loop {
+    None,
+    NotSlash,
+    Any,
+}
+
+/// NFA state. State `i` only moves to itself (loop), to `i + 1` (advance)
+/// or by epsilon to `i + 1` / `i + 2`; the state after the last one accepts.
+///
+/// | token           | states                                          |
+/// |-----------------|-------------------------------------------------|
+/// | literal `c`     | advance on `c`                                  |
+/// | `*`             | loop on NotSlash, epsilon to next               |
+/// | `**`            | loop on Any, epsilon to next                    |
+/// | `**/` (segment) | A: epsilon to B and past B; B: loop on Any, advance on `/` |
+///
+/// The last row is `(.*/)?`: either skip the whole `**/`, or any text
+/// ending in `/`. The epsilon past B has to leave from a separate state A:
+/// on B itself it would also fire after B consumed text, i.e. `.*` with an
+/// optional `/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct State {
+    lp: Loop,
+    advance: Option<char>,
+    /// Epsilon moves: bit 0 to `i + 1`, bit 1 to `i + 2`.
+    eps: u8,
+}
+
+const EPS_NEXT: u8 = 1;
+const EPS_OVER: u8 = 2;
+
+impl State {
+    const fn new(lp: Loop, advance: Option<char>, eps: u8) -> Self {
+        State { lp, advance, eps }
+    }
+
+    /// Epsilon destinations as offsets from this state.
+    fn eps_offsets(self) -> impl Iterator<Item = usize> {
+        [(EPS_NEXT, 1), (EPS_OVER, 2)]
+            .into_iter()
+            .filter(move |(bit, _)| self.eps & bit != 0)
+            .map(|(_, off)| off)
+    }
+
+    /// Up to two consuming transitions: (class, destination offset 0 or 1).
+    fn transitions(self) -> impl Iterator<Item = (Class, usize)> {
+        let lp = match self.lp {
+            Loop::None => None,
+            Loop::NotSlash => Some((Class::NotSlash, 0)),
+            Loop::Any => Some((Class::Any, 0)),
+        };
+        lp.into_iter()
+            .chain(self.advance.map(|c| (Class::Lit(c), 1)))
+    }
+
+    fn loops_on(self, c: char) -> bool {
+        match self.lp {
+            Loop::None => false,
+            Loop::NotSlash => c != '/',
+            Loop::Any => true,
+        }
+    }
+}
+
+/// A character class labelling an NFA transition.
+#[derive(Clone, Copy, Debug)]
+enum Class {
+    Lit(char),
+    NotSlash,
+    Any,
+}
+
+impl Class {
+    fn accepts(self, c: char) -> bool {
+        match self {
+            Class::Lit(l) => l == c,
+            Class::NotSlash => c != '/',
+            Class::Any => true,
+        }
+    }
+}
+
+/// A character in both classes, if any.
+fn meet(a: Class, b: Class) -> Option<char> {
+    // Any character other than `/` serves for two open classes. (The
+    // product search never asks: a loop/loop pair leads back to the same
+    // node and is skipped, so every step it takes involves a literal.)
+    const FILLER: char = 'x';
+    match (a, b) {
+        (Class::Lit(x), other) | (other, Class::Lit(x)) => other.accepts(x).then_some(x),
+        _ => Some(FILLER),
+    }
+}
+
+struct Compiled {
+    states: Vec<State>,
+    /// Byte length of the literal text before the first `*`.
+    prefix_len: usize,
+    /// Byte offset where the literal text after the last glob token starts.
+    suffix_start: usize,
+}
+
+fn compile(src: &str) -> Result<Compiled, GlobError> {
+    if src.is_empty() {
+        return Err(GlobError::Empty);
+    }
+    let bytes = src.as_bytes();
+    let mut states = Vec::with_capacity(src.len());
+    let mut suffix_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'*' {
+            let c = src[i..].chars().next().expect("i is a char boundary");
+            states.push(State::new(Loop::None, Some(c), 0));
+            i += c.len_utf8();
+            continue;
+        }
+        let run = bytes[i..].iter().take_while(|&&b| b == b'*').count();
+        let state = match run {
+            1 => State::new(Loop::NotSlash, None, EPS_NEXT),
+            2 => {
+                let starts_segment = i == 0 || bytes[i - 1] == b'/';
+                if starts_segment && bytes.get(i + 2) == Some(&b'/') {
+                    // The token owns its trailing `/` so it can vanish whole.
+                    states.push(State::new(Loop::None, None, EPS_NEXT | EPS_OVER));
+                    i += 1;
+                    State::new(Loop::Any, Some('/'), 0)
+                } else {
+                    State::new(Loop::Any, None, EPS_NEXT)
+                }
+            }
+            _ => return Err(GlobError::TooManyStars { at: i }),
+        };
+        states.push(state);
+        i += run;
+        suffix_start = i;
+    }
+    let prefix_len = src.find('*').unwrap_or(src.len());
+    Ok(Compiled {
+        states,
+        prefix_len,
+        suffix_start: suffix_start.max(prefix_len),
+    })
+}
+
+/// A compiled URI glob. Equality and hashing use the source string only.
+#[derive(Clone)]
+pub struct UriPattern {
+    src: Box<str>,
+    states: Box<[State]>,
+    prefix_len: usize,
+    suffix_start: usize,
+    /// Number of literal states before the first glob token.
+    prefix_states: usize,
+    /// Number of literal states after the last glob token.
+    suffix_states: usize,
+}
+
+impl PartialEq for UriPattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.src == other.src
+    }
+}
+
+impl Eq for UriPattern {}
+
+impl Hash for UriPattern {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.src.hash(state);
+    }
+}
+
+impl fmt::Debug for UriPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("UriPattern").field(&self.src).finish()
+    }
+}
+
+/// Set of NFA states, one bit per state.
+struct StateSet<'a>(&'a mut [u64]);
+
+impl StateSet<'_> {
+    fn clear(&mut self) {
+        self.0.fill(0);
+    }
+    fn insert(&mut self, i: usize) {
+        self.0[i / 64] |= 1 << (i % 64);
+    }
+    fn contains(&self, i: usize) -> bool {
+        (self.0[i / 64] >> (i % 64)) & 1 == 1
+    }
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(|&w| w == 0)
+    }
+}
+
+/// Reusable buffers for the product BFS, so `overlap` does not allocate per
+/// call beyond the witness it returns.
+#[derive(Default)]
+struct Scratch {
+    /// `stamp[n] == epoch` marks node `n` as seen in the current search,
+    /// which avoids clearing the arrays between calls.
+    stamp: Vec<u32>,
+    epoch: u32,
+    dist: Vec<u32>,
+    parent: Vec<u32>,
+    via: Vec<Option<char>>,
+    queue: VecDeque<u32>,
+    witness: Vec<char>,
+}
+
+impl Scratch {
+    fn begin(&mut self, nodes: usize) {
+        if self.stamp.len() < nodes {
+            self.stamp.resize(nodes, 0);
+            self.dist.resize(nodes, 0);
+            self.parent.resize(nodes, 0);
+            self.via.resize(nodes, None);
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.stamp.fill(0);
+            self.epoch = 1;
+        }
+        self.queue.clear();
+    }
+
+    /// Records a path to `node`; true if it is better than any known one.
+    fn relax(&mut self, node: u32, from: u32, via: Option<char>, dist: u32) -> bool {
+        let n = node as usize;
+        if self.stamp[n] == self.epoch && self.dist[n] <= dist {
+            return false;
+        }
+        self.stamp[n] = self.epoch;
+        self.dist[n] = dist;
+        self.parent[n] = from;
+        self.via[n] = via;
+        true
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+impl UriPattern {
+    /// Compiles a canonical URI glob (the caller canonicalises first).
+    pub fn new(canonical: &str) -> Result<Self, GlobError> {
+        let Compiled {
+            states,
+            prefix_len,
+            suffix_start,
+        } = compile(canonical)?;
+        let prefix_states = canonical[..prefix_len].chars().count();
+        let suffix_states = canonical[suffix_start..].chars().count();
+        Ok(UriPattern {
+            src: canonical.into(),
+            states: states.into_boxed_slice(),
+            prefix_len,
+            suffix_start,
+            prefix_states,
+            suffix_states,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.src
+    }
+
+    /// True if the pattern has no `*`, i.e. it denotes exactly one URI.
+    pub fn is_literal(&self) -> bool {
+        self.prefix_len == self.src.len()
+    }
+
+    fn prefix(&self) -> &str {
+        &self.src[..self.prefix_len]
+    }
+
+    fn suffix(&self) -> &str {
+        &self.src[self.suffix_start..]
+    }
+
+    /// True if `text` is in the language of this glob.
+    pub fn matches(&self, text: &str) -> bool {
+        if self.is_literal() {
+            return *self.src == *text;
+        }
+        let (prefix, suffix) = (self.prefix(), self.suffix());
+        if text.len() < prefix.len() + suffix.len()
+            || !text.starts_with(prefix)
+            || !text.ends_with(suffix)
+        {
+            return false;
+        }
+        // The literal prefix and suffix states are deterministic, so only the
+        // middle needs simulating: from the first glob state, and accepting
+        // iff the first suffix state is reached when the middle runs out.
+        let middle = &text[prefix.len()..text.len() - suffix.len()];
+        let start = self.prefix_states;
+        let goal = self.states.len() - self.suffix_states;
+
+        let words = (self.states.len() + 1).div_ceil(64);
+        let mut inline = [0u64; 16];
+        let mut heap = Vec::new();
+        let buf: &mut [u64] = if 2 * words <= inline.len() {
+            &mut inline[..2 * words]
+        } else {
+            heap.resize(2 * words, 0);
+            &mut heap
+        };
+        let (a, b) = buf.split_at_mut(words);
+        let (mut cur, mut next) = (StateSet(a), StateSet(b));
+        self.insert_closed(&mut cur, start);
+        for c in middle.chars() {
+            next.clear();
+            for i in start..goal {
+                if !cur.contains(i) {
+                    continue;
+                }
+                let s = self.states[i];
+                if s.loops_on(c) {
+                    self.insert_closed(&mut next, i);
+                }
+                if s.advance == Some(c) {
+                    self.insert_closed(&mut next, i + 1);
+                }
+            }
+            if next.is_empty() {
+                return false;
+            }
+            std::mem::swap(&mut cur, &mut next);
+        }
+        cur.contains(goal)
+    }
+
+    /// Inserts `i` and every state reachable from it by epsilon moves.
+    fn insert_closed(&self, set: &mut StateSet<'_>, i: usize) {
+        // Members are always inserted with their closure, so a present state
+        // needs no further work; this also bounds the recursion.
+        if set.contains(i) {
+            return;
+        }
+        set.insert(i);
+        if let Some(s) = self.states.get(i) {
+            for off in s.eps_offsets() {
+                self.insert_closed(set, i + off);
+            }
+        }
+    }
+
+    /// Some string matched by both globs (a shortest one), or `None` if their
+    /// languages are disjoint. Exact: no false positives or negatives.
+    pub fn overlap(&self, other: &UriPattern) -> Option<String> {
+        match (self.is_literal(), other.is_literal()) {
+            (true, true) => return (self.src == other.src).then(|| self.src.to_string()),
+            (true, false) => return other.matches(&self.src).then(|| self.src.to_string()),
+            (false, true) => return self.matches(&other.src).then(|| other.src.to_string()),
+            (false, false) => {}
+        }
+        // Every match starts with the literal prefix and ends with the literal
+        // suffix, so incompatible ones rule out overlap cheaply.
+        let (p1, p2) = (self.prefix(), other.prefix());
+        let (s1, s2) = (self.suffix(), other.suffix());
+        if !(p1.starts_with(p2) || p2.starts_with(p1)) || !(s1.ends_with(s2) || s2.ends_with(s1)) {
+            return None;
+        }
+        SCRATCH.with(|scratch| self.product_search(other, &mut scratch.borrow_mut()))
+    }
+
+    /// Shorthand for `self.overlap(other).is_some()`.
+    pub fn overlaps(&self, other: &UriPattern) -> bool {
+        self.overlap(other).is_some()
+    }
+
+    /// 0-1 BFS over pairs of states (epsilon moves cost 0, characters 1),
+    /// so the witness found is a shortest common string.
+    fn product_search(&self, other: &UriPattern, sc: &mut Scratch) -> Option<String> {
+        let (n, m) = (self.states.len(), other.states.len());
+        let width = m + 1;
+        let nodes = (n + 1) * width;
+        assert!(u32::try_from(nodes).is_ok(), "patterns too long");
+        let node = |i: usize, j: usize| (i * width + j) as u32;
+        let accept = node(n, m);
+
+        sc.begin(nodes);
+        sc.relax(0, 0, None, 0);
+        sc.queue.push_back(0);
+        let mut found = false;
+        while let Some(cur) = sc.queue.pop_front() {
+            if cur == accept {
+                found = true;
+                break;
+            }
+            let d = sc.dist[cur as usize];
+            let (i, j) = (cur as usize / width, cur as usize % width);
+            let s = self.states.get(i).copied();
+            let t = other.states.get(j).copied();
+
+            for off in s.into_iter().flat_map(State::eps_offsets) {
+                if sc.relax(node(i + off, j), cur, None, d) {
+                    sc.queue.push_front(node(i + off, j));
+                }
+            }
+            for off in t.into_iter().flat_map(State::eps_offsets) {
+                if sc.relax(node(i, j + off), cur, None, d) {
+                    sc.queue.push_front(node(i, j + off));
+                }
+            }
+            let (Some(s), Some(t)) = (s, t) else { continue };
+            for (c1, di) in s.transitions() {
+                for (c2, dj) in t.transitions() {
+                    // Both self-loops: back to the same pair, never useful.
+                    if di == 0 && dj == 0 {
+                        continue;
+                    }
+                    if let Some(c) = meet(c1, c2) {
+                        let next = node(i + di, j + dj);
+                        if sc.relax(next, cur, Some(c), d + 1) {
+                            sc.queue.push_back(next);
+                        }
+                    }
+                }
+            }
+        }
+        if !found {
+            return None;
+        }
+        sc.witness.clear();
+        let mut at = accept;
+        while at != 0 {
+            if let Some(c) = sc.via[at as usize] {
+                sc.witness.push(c);
+            }
+            at = sc.parent[at as usize];
+        }
+        Some(sc.witness.iter().rev().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use regex::Regex;
+    use std::sync::OnceLock;
+
+    fn pat(s: &str) -> UriPattern {
+        UriPattern::new(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    #[test]
+    fn syntax() {
+        assert_eq!(validate_glob(""), Err(GlobError::Empty));
+        assert_eq!(
+            validate_glob("a/***"),
+            Err(GlobError::TooManyStars { at: 2 })
+        );
+        assert_eq!(
+            validate_glob("****"),
+            Err(GlobError::TooManyStars { at: 0 })
+        );
+        assert!(validate_glob("a/**/*").is_ok());
+        assert!(validate_glob("*").is_ok());
+        assert!(validate_glob("**").is_ok());
+        assert!(validate_glob("a?b[c]").is_ok());
+        assert!(UriPattern::new("x***").is_err());
+        assert!(!GlobError::Empty.to_string().is_empty());
+        assert!(GlobError::TooManyStars { at: 3 }.to_string().contains('3'));
+    }
+
+    #[test]
+    fn literal_patterns() {
+        let p = pat("file:///a/b.txt");
+        assert!(p.is_literal());
+        assert!(!has_glob(p.as_str()));
+        assert!(p.matches("file:///a/b.txt"));
+        assert!(!p.matches("file:///a/b.txtx"));
+        assert!(!p.matches("file:///a/b.tx"));
+        assert!(!pat("a*").is_literal());
+        assert!(has_glob("a*"));
+    }
+
+    #[test]
+    fn single_star_stays_in_segment() {
+        let p = pat("file:///a/*.env");
+        assert!(p.matches("file:///a/.env"));
+        assert!(p.matches("file:///a/prod.env"));
+        assert!(!p.matches("file:///a/x/prod.env"));
+        assert!(!p.matches("file:///a/prod.env2"));
+        let h = pat("https://*.example.com/*");
+        assert!(h.matches("https://api.example.com/"));
+        assert!(h.matches("https://api.example.com/x"));
+        assert!(!h.matches("https://api.example.com/x/y"));
+        assert!(!h.matches("https://evil.com/.example.com/x"));
+        assert!(pat("*").matches(""));
+        assert!(!pat("*").matches("/"));
+    }
+
+    #[test]
+    fn double_star_crosses_segments() {
+        let p = pat("file:///a/**");
+        assert!(p.matches("file:///a/"));
+        assert!(p.matches("file:///a/b/c/d"));
+        assert!(!p.matches("file:///a"));
+        let q = pat("file:///a**z");
+        assert!(q.matches("file:///az"));
+        assert!(q.matches("file:///a/b/z"));
+        assert!(!q.matches("file:///a/b/z/"));
+        assert!(pat("**").matches(""));
+        assert!(pat("**").matches("/x/y"));
+    }
+
+    #[test]
+    fn whole_segment_double_star_matches_zero_segments() {
+        let p = pat("file:///a/**/b");
+        assert!(p.matches("file:///a/b"));
+        assert!(p.matches("file:///a/x/b"));
+        assert!(p.matches("file:///a/x/y/b"));
+        assert!(p.matches("file:///a//b"));
+        assert!(!p.matches("file:///ab"));
+        assert!(!p.matches("file:///a/xb"));
+        assert!(!p.matches("file:///a/b/c"));
+
+        let lead = pat("**/b");
+        assert!(lead.matches("b"));
+        assert!(lead.matches("x/b"));
+        assert!(lead.matches("/b"));
+        assert!(!lead.matches("xb"));
+
+        // Not a whole segment: ordinary `**`.
+        let partial = pat("/a/x**/b");
+        assert!(!partial.matches("/a/b"));
+        assert!(partial.matches("/a/x/b"));
+        assert!(partial.matches("/a/xy/z/b"));
+
+        // Adjacent segment globs each may vanish.
+        let twice = pat("/**/**/b");
+        assert!(twice.matches("/b"));
+        assert!(twice.matches("/x/b"));
+        assert!(twice.matches("/x/y/b"));
+
+        let env = pat("file:///Workspace/**/*.ENV");
+        assert!(env.matches("file:///Workspace/.ENV"));
+        assert!(env.matches("file:///Workspace/a/b/prod.ENV"));
+        assert!(!env.matches("file:///Workspace/a/b/prod.env"));
+    }
+
+    #[test]
+    fn non_ascii_literals() {
+        let p = pat("urn:é*ü/**");
+        assert!(p.matches("urn:éü/"));
+        assert!(p.matches("urn:éxxü/y/z"));
+        assert!(!p.matches("urn:eü/"));
+        let w = p.overlap(&pat("urn:*ü/ä")).unwrap();
+        assert_eq!(w, "urn:éü/ä");
+    }
+
+    #[test]
+    fn overlap_examples() {
+        let check = |a: &str, b: &str, expect: bool| {
+            let (pa, pb) = (pat(a), pat(b));
+            let w = pa.overlap(&pb);
+            assert_eq!(w.is_some(), expect, "{a} vs {b}: {w:?}");
+            assert_eq!(pb.overlaps(&pa), expect, "{b} vs {a}");
+            if let Some(w) = w {
+                assert!(pa.matches(&w) && pb.matches(&w), "{a} vs {b}: {w}");
+            }
+        };
+        check("file:///a/*", "file:///a/b", true);
+        check("file:///a/*", "file:///a/b/c", false);
+        check("file:///a/**", "file:///a/b/c", true);
+        check("file:///a/**/b", "file:///a/b", true);
+        check("file:///a/**/*.env", "file:///a/*/x.env", true);
+        check("file:///a/*.env", "file:///b/*.env", false);
+        check("file:///*/a", "file:///b/*", true);
+        check(
+            "https://*.example.com/*",
+            "https://api.example.com/v1",
+            true,
+        );
+        check("https://*.example.com/*", "https://*.example.org/*", false);
+        check("https://*.example.com/*", "https://*/a/b", false);
+        check("https://*.example.com/**", "https://*/a/b", true);
+        check("a*b", "*c", false);
+        check("a*/", "*b*", false);
+        check("a*/", "**b**", true);
+        check("**a", "b**", true);
+        check("*/*", "*", false);
+        check("**/a", "a", true);
+        check("**", "**", true);
+        check("x", "x", true);
+        check("x", "y", false);
+
+        assert_eq!(pat("a*").overlap(&pat("*b")).as_deref(), Some("ab"));
+        assert_eq!(pat("/**/b").overlap(&pat("/*")).as_deref(), Some("/b"));
+        assert_eq!(pat("a/*").overlap(&pat("*/*")).as_deref(), Some("a/"));
+    }
+
+    #[test]
+    fn name_globs() {
+        assert!(name_matches("read_file", "read_file"));
+        assert!(!name_matches("read_file", "read_files"));
+        assert!(!name_matches("read_file", "read_fil"));
+        assert!(name_matches("*", ""));
+        assert!(name_matches("*", "anything/with/slashes"));
+        assert!(name_matches("read_*", "read_file"));
+        assert!(name_matches("*_file", "read_file"));
+        assert!(name_matches("*_*", "a_b"));
+        assert!(!name_matches("*_*", "ab"));
+        assert!(name_matches("a*b*c", "abc"));
+        assert!(name_matches("a*b*c", "aXbYbZc"));
+        assert!(!name_matches("a*b*c", "aXbYcZ"));
+        assert!(name_matches("**", "x"));
+        assert!(name_matches("é*ü", "éaü"));
+        assert!(!name_matches("", "a"));
+        assert!(name_matches("", ""));
+        // Pathological input stays fast (no exponential backtracking).
+        let name = "a".repeat(5000);
+        assert!(!name_matches(&format!("{}b", "a*".repeat(50)), &name));
+    }
+
+    #[test]
+    fn long_inputs_are_fast() {
+        let text = format!("file:///{}", "a/".repeat(5000));
+        let p = pat(&format!("file:///{}b", "**/".repeat(40)));
+        assert!(p.matches(&format!("{text}b")));
+        assert!(!p.matches(&format!("{text}c")));
+        let q = pat(&format!("file:///{}b", "*a*/".repeat(40)));
+        let r = pat(&format!("file:///{}/b", "**/a".repeat(40)));
+        let w = q.overlap(&r).unwrap();
+        assert!(q.matches(&w) && r.matches(&w));
+        assert!(pat(&"*a".repeat(100)).overlaps(&pat(&"a*".repeat(100))));
+        // Larger than the inline state buffer.
+        let big = pat(&format!("{}/**", "x*".repeat(600)));
+        assert!(big.matches(&format!("{}/y/z", "x".repeat(700))));
+        assert!(!big.matches(&format!("{}/y/z", "x".repeat(599))));
+        assert!(!big.matches(&"x".repeat(700)));
+    }
+
+    // ---- independent reference matcher and brute-force checks ----
+
+    /// Translates a glob to an anchored `regex` regex, straight from the
+    /// textual definition of the language (independent of the NFA).
+    fn to_regex(glob: &str) -> Regex {
+        let chars: Vec<char> = glob.chars().collect();
+        let mut re = String::from("(?s)^");
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i] != '*' {
+                re.push_str(&regex::escape(&chars[i].to_string()));
+                i += 1;
+            } else if chars.get(i + 1) == Some(&'*') {
+                let whole_segment = i == 0 || chars[i - 1] == '/';
+                if whole_segment && chars.get(i + 2) == Some(&'/') {
+                    re.push_str("(?:.*/)?");
+                    i += 3;
+                } else {
+                    re.push_str(".*");
+                    i += 2;
+                }
+            } else {
+                re.push_str("[^/]*");
+                i += 1;
+            }
+        }
+        re.push('$');
+        Regex::new(&re).unwrap()
+    }
+
+    /// All strings over {a, b, /} of length 0..=6.
+    fn universe() -> &'static [String] {
+        static U: OnceLock<Vec<String>> = OnceLock::new();
+        U.get_or_init(|| {
+            let mut all = vec![String::new()];
+            let mut layer = vec![String::new()];
+            for _ in 0..6 {
+                layer = layer
+                    .iter()
+                    .flat_map(|s| ['a', 'b', '/'].map(|c| format!("{s}{c}")))
+                    .collect();
+                all.extend(layer.iter().cloned());
+            }
+            all
+        })
+    }
+
+    /// Which universe strings a glob matches, per the reference regex.
+    fn reference_set(re: &Regex) -> Vec<bool> {
+        universe().iter().map(|s| re.is_match(s)).collect()
+    }
+
+    struct Case {
+        pattern: UriPattern,
+        re: Regex,
+        set: Vec<bool>,
+    }
+
+    fn case(glob: &str) -> Case {
+        let re = to_regex(glob);
+        let set = reference_set(&re);
+        Case {
+            pattern: pat(glob),
+            re,
+            set,
+        }
+    }
+
+    fn check_pair(x: &Case, y: &Case) -> Result<(), String> {
+        let (a, b) = (x.pattern.as_str(), y.pattern.as_str());
+        let common = universe()
+            .iter()
+            .zip(x.set.iter().zip(&y.set))
+            .find(|(_, (p, q))| **p && **q)
+            .map(|(s, _)| s);
+        match (x.pattern.overlap(&y.pattern), common) {
+            (Some(w), _) if !(x.re.is_match(&w) && y.re.is_match(&w)) => {
+                Err(format!("{a:?} vs {b:?}: bad witness {w:?}"))
+            }
+            (None, Some(s)) => Err(format!("{a:?} vs {b:?}: missed common {s:?}")),
+            _ => Ok(()),
+        }
+    }
+
+    fn check_matches(x: &Case) -> Result<(), String> {
+        for (s, &want) in universe().iter().zip(&x.set) {
+            if x.pattern.matches(s) != want {
+                return Err(format!("{:?} on {s:?}: expected {want}", x.pattern));
+            }
+        }
+        Ok(())
+    }
+
+    const TOKENS: [&str; 5] = ["a", "b", "/", "*", "**"];
+
+    /// Every valid pattern of 1..=3 tokens, checked pairwise exhaustively.
+    #[test]
+    fn exhaustive_small_patterns_against_reference() {
+        let mut globs = Vec::new();
+        let mut layer = vec![String::new()];
+        for _ in 0..3 {
+            layer = layer
+                .iter()
+                .flat_map(|s| TOKENS.map(|t| format!("{s}{t}")))
+                .collect();
+            globs.extend(layer.iter().cloned());
+        }
+        globs.sort();
+        globs.dedup();
+        globs.retain(|g| validate_glob(g).is_ok());
+        let cases: Vec<Case> = globs.iter().map(|g| case(g)).collect();
+        for x in &cases {
+            check_matches(x).unwrap();
+        }
+        for (k, x) in cases.iter().enumerate() {
+            for y in &cases[k..] {
+                check_pair(x, y).unwrap();
+            }
+        }
+    }
+
+    fn glob_strategy() -> impl Strategy<Value = String> {
+        prop::collection::vec(prop::sample::select(TOKENS.to_vec()), 1..=5)
+            .prop_map(|tokens| tokens.concat())
+            .prop_filter("valid glob", |g| validate_glob(g).is_ok())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(160))]
+
+        #[test]
+        fn overlap_and_matches_agree_with_reference(a in glob_strategy(), b in glob_strategy()) {
+            let (x, y) = (case(&a), case(&b));
+            prop_assert!(check_matches(&x).is_ok(), "{:?}", check_matches(&x));
+            prop_assert!(check_pair(&x, &y).is_ok(), "{:?}", check_pair(&x, &y));
+            prop_assert!(check_pair(&y, &x).is_ok(), "{:?}", check_pair(&y, &x));
+        }
+
+        #[test]
+        fn name_matches_agrees_with_regex(p in "[ab*]{0,6}", n in "[ab]{0,8}") {
+            let re = format!("^{}$", p.replace('*', ".*"));
+            prop_assert_eq!(name_matches(&p, &n), Regex::new(&re).unwrap().is_match(&n));
+        }
+    }
+}

@@ -1,0 +1,472 @@
+//! The engine's index: every object of the four kinds, compiled once when it is applied
+//! (selectors parsed, URIs canonicalised, globs compiled), plus the reverse lookups that
+//! tell which agents a change can affect. Pure data: no I/O, no clock.
+
+use crate::findings::{Finding, FindingKind};
+use crate::glob::UriPattern;
+use crate::key::Selector;
+use crate::model::*;
+use crate::uri::canonicalize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Settings that change answers (not tuning knobs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Policies in this namespace govern every namespace.
+    pub governance_namespace: String,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            governance_namespace: "mcpgov-system".to_string(),
+        }
+    }
+}
+
+/// Canonicalise and compile a URI or URI glob, with a message fit for a finding.
+pub fn compile_uri(raw: &str) -> Result<UriPattern, String> {
+    let canonical = canonicalize(raw).map_err(|e| format!("URI {raw:?}: {e}"))?;
+    UriPattern::new(&canonical).map_err(|e| format!("URI glob {raw:?}: {e}"))
+}
+
+pub(crate) struct CAccess {
+    pub tool: String,
+    pub pattern: UriPattern,
+    pub mode: Mode,
+    pub provenance: Provenance,
+}
+
+pub(crate) struct CServer {
+    pub input: Server,
+    /// Exposed tools by name; `None` when the server never crawled.
+    pub tools: Option<BTreeMap<String, CatalogTool>>,
+    pub access: Vec<CAccess>,
+    pub problems: Vec<Finding>,
+}
+
+pub(crate) struct CPolicy {
+    pub input: Policy,
+    pub resources: Vec<(UriPattern, Provenance)>,
+    pub tools: Vec<(Selector, Provenance)>,
+    pub problems: Vec<Finding>,
+}
+
+pub(crate) struct CException {
+    pub policy: ObjKey,
+    pub tool: Option<Selector>,
+    pub resource: Option<UriPattern>,
+    pub expires: Option<jiff::Timestamp>,
+    pub input: ExpectedException,
+}
+
+pub(crate) struct CGrant {
+    pub input: Grant,
+    pub selectors: Vec<Selector>,
+    pub exceptions: Vec<CException>,
+    pub problems: Vec<Finding>,
+}
+
+fn invalid(kind: Kind, key: &ObjKey, reason: &str, message: String) -> Finding {
+    Finding::new(
+        FindingKind::Invalid,
+        reason,
+        format!("{kind} {key}"),
+        message,
+    )
+}
+
+fn compile_server(input: Server) -> CServer {
+    let mut problems = Vec::new();
+    let mut access = Vec::new();
+    for da in &input.data_access {
+        match compile_uri(&da.resource) {
+            Ok(pattern) => access.push(CAccess {
+                tool: da.tool.clone(),
+                pattern,
+                mode: da.mode,
+                provenance: da.provenance.clone(),
+            }),
+            Err(m) => problems.push(invalid(Kind::MCPServer, &input.key, "InvalidURI", m)),
+        }
+    }
+    let tools = input.catalog.as_ref().map(|c| {
+        let mut by_name = BTreeMap::new();
+        for t in &c.tools {
+            if by_name.insert(t.name.clone(), t.clone()).is_some() {
+                problems.push(invalid(
+                    Kind::MCPServer,
+                    &input.key,
+                    "DuplicateTool",
+                    format!("catalog lists tool {:?} more than once", t.name),
+                ));
+            }
+        }
+        by_name
+    });
+    CServer {
+        input,
+        tools,
+        access,
+        problems,
+    }
+}
+
+fn compile_policy(input: Policy) -> CPolicy {
+    let mut problems = Vec::new();
+    let mut resources = Vec::new();
+    for b in &input.resources {
+        match compile_uri(&b.uri) {
+            Ok(p) => resources.push((p, b.provenance.clone())),
+            Err(m) => problems.push(invalid(Kind::Policy, &input.key, "InvalidURI", m)),
+        }
+    }
+    let mut tools = Vec::new();
+    for b in &input.tools {
+        match Selector::parse(&b.tool) {
+            Ok(s) => tools.push((s, b.provenance.clone())),
+            Err(e) => problems.push(invalid(
+                Kind::Policy,
+                &input.key,
+                "InvalidToolKey",
+                e.to_string(),
+            )),
+        }
+    }
+    CPolicy {
+        input,
+        resources,
+        tools,
+        problems,
+    }
+}
+
+/// `name` or `namespace/name`, read from `home`.
+pub fn parse_object_ref(raw: &str, home: &str) -> ObjKey {
+    match raw.split_once('/') {
+        Some((ns, name)) => ObjKey::new(ns, name),
+        None => ObjKey::new(home, raw),
+    }
+}
+
+fn compile_grant(input: Grant) -> CGrant {
+    let mut problems = Vec::new();
+    let key = input.key.clone();
+    let mut selectors = Vec::new();
+    for raw in &input.tools {
+        match Selector::parse(raw) {
+            Ok(s) => selectors.push(s),
+            Err(e) => problems.push(invalid(Kind::Grant, &key, "InvalidToolKey", e.to_string())),
+        }
+    }
+    let mut exceptions = Vec::new();
+    for e in &input.expected_exceptions {
+        let tool = match e.tool.as_deref().map(Selector::parse).transpose() {
+            Ok(t) => t,
+            Err(err) => {
+                problems.push(invalid(
+                    Kind::Grant,
+                    &key,
+                    "InvalidToolKey",
+                    err.to_string(),
+                ));
+                continue;
+            }
+        };
+        let resource = match e.resource.as_deref().map(compile_uri).transpose() {
+            Ok(r) => r,
+            Err(m) => {
+                problems.push(invalid(Kind::Grant, &key, "InvalidURI", m));
+                continue;
+            }
+        };
+        let expires = match e.expires.as_deref().map(str::parse::<jiff::Timestamp>) {
+            None => None,
+            Some(Ok(t)) => Some(t),
+            Some(Err(err)) => {
+                problems.push(invalid(
+                    Kind::Grant,
+                    &key,
+                    "InvalidTimestamp",
+                    format!("expires {:?}: {err}", e.expires.as_deref().unwrap_or("")),
+                ));
+                continue;
+            }
+        };
+        exceptions.push(CException {
+            policy: parse_object_ref(&e.policy, &key.namespace),
+            tool,
+            resource,
+            expires,
+            input: e.clone(),
+        });
+    }
+    CGrant {
+        input,
+        selectors,
+        exceptions,
+        problems,
+    }
+}
+
+/// Which agents (and other objects) a change can move.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Impact {
+    /// Agents whose verdicts, status or bundle may differ after the change.
+    pub agents: BTreeSet<ObjKey>,
+    /// True when every Policy's status may differ (reach counts, orphan flags).
+    pub policies: bool,
+}
+
+/// The governance index. Build it from a snapshot, then `apply` / `delete` one object
+/// at a time; each returns the agents that change can affect.
+pub struct Engine {
+    pub(crate) config: EngineConfig,
+    pub(crate) servers: BTreeMap<ObjKey, CServer>,
+    pub(crate) policies: BTreeMap<ObjKey, CPolicy>,
+    pub(crate) agents: BTreeMap<ObjKey, Agent>,
+    pub(crate) grants: BTreeMap<ObjKey, CGrant>,
+    /// Agent key -> its Grants (an Agent need not exist for its Grants to be indexed).
+    pub(crate) grants_by_agent: BTreeMap<ObjKey, BTreeSet<ObjKey>>,
+    generation: u64,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Self {
+        Engine {
+            config,
+            servers: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            grants: BTreeMap::new(),
+            grants_by_agent: BTreeMap::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn from_snapshot(config: EngineConfig, objects: impl IntoIterator<Item = Object>) -> Self {
+        let mut engine = Engine::new(config);
+        for o in objects {
+            engine.apply(o);
+        }
+        engine
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Bumped by every apply and delete that changed something.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn agent(&self, key: &ObjKey) -> Option<&Agent> {
+        self.agents.get(key)
+    }
+
+    pub fn agents(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.values()
+    }
+
+    pub fn server(&self, key: &ObjKey) -> Option<&Server> {
+        self.servers.get(key).map(|s| &s.input)
+    }
+
+    pub fn servers(&self) -> impl Iterator<Item = &Server> {
+        self.servers.values().map(|s| &s.input)
+    }
+
+    pub fn policy(&self, key: &ObjKey) -> Option<&Policy> {
+        self.policies.get(key).map(|p| &p.input)
+    }
+
+    pub fn policies(&self) -> impl Iterator<Item = &Policy> {
+        self.policies.values().map(|p| &p.input)
+    }
+
+    pub fn grant(&self, key: &ObjKey) -> Option<&Grant> {
+        self.grants.get(key).map(|g| &g.input)
+    }
+
+    pub fn grants(&self) -> impl Iterator<Item = &Grant> {
+        self.grants.values().map(|g| &g.input)
+    }
+
+    /// The Grants that name `agent`.
+    pub fn grants_of(&self, agent: &ObjKey) -> impl Iterator<Item = &Grant> {
+        self.grant_keys_of(agent)
+            .filter_map(|k| self.grants.get(k).map(|g| &g.input))
+    }
+
+    pub(crate) fn grant_keys_of(&self, agent: &ObjKey) -> impl Iterator<Item = &ObjKey> {
+        self.grants_by_agent.get(agent).into_iter().flatten()
+    }
+
+    /// All namespaces any object lives in.
+    pub fn namespaces(&self) -> BTreeSet<&str> {
+        let mut out = BTreeSet::new();
+        out.extend(self.servers.keys().map(|k| k.namespace.as_str()));
+        out.extend(self.policies.keys().map(|k| k.namespace.as_str()));
+        out.extend(self.agents.keys().map(|k| k.namespace.as_str()));
+        out.extend(self.grants.keys().map(|k| k.namespace.as_str()));
+        out
+    }
+
+    /// Namespaces a Policy in `namespace` governs: its own, or all for the governance one.
+    pub(crate) fn policy_scope_covers(&self, policy_ns: &str, tool_ns: &str) -> bool {
+        policy_ns == tool_ns || policy_ns == self.config.governance_namespace
+    }
+
+    /// Agents that can call tools of servers in `namespace` or shared by `server`.
+    fn agents_seeing(&self, server: Option<&Server>, namespace: &str) -> BTreeSet<ObjKey> {
+        self.grants
+            .values()
+            .filter(|g| {
+                let ns = g.input.key.namespace.as_str();
+                ns == namespace || server.is_some_and(|s| s.sharing.allows(ns))
+            })
+            .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+            .collect()
+    }
+
+    fn agents_under_policy(&self, policy_ns: &str) -> BTreeSet<ObjKey> {
+        if policy_ns == self.config.governance_namespace {
+            self.grants_by_agent.keys().cloned().collect()
+        } else {
+            // A Grant in another namespace may reach this namespace's shared servers.
+            self.grants
+                .values()
+                .filter(|g| {
+                    g.input.key.namespace == policy_ns
+                        || self.servers.values().any(|s| {
+                            s.input.key.namespace == policy_ns
+                                && s.input.sharing.allows(&g.input.key.namespace)
+                        })
+                })
+                .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+                .collect()
+        }
+    }
+
+    /// Agents a change to this object (old or new form) can affect.
+    fn impact_of(&self, kind: Kind, key: &ObjKey) -> Impact {
+        let mut agents = BTreeSet::new();
+        match kind {
+            Kind::Agent => {
+                agents.insert(key.clone());
+            }
+            Kind::Grant => {
+                if let Some(g) = self.grants.get(key) {
+                    agents.insert(ObjKey::new(&key.namespace, &g.input.agent));
+                }
+            }
+            Kind::Policy => agents = self.agents_under_policy(&key.namespace),
+            Kind::MCPServer => {
+                agents = self.agents_seeing(self.server(key), &key.namespace);
+            }
+        }
+        Impact {
+            agents,
+            policies: kind != Kind::Agent,
+        }
+    }
+
+    /// Insert or replace one object. Returns the agents the change can affect (judged
+    /// on both the old and the new form), or nothing when the object is unchanged.
+    pub fn apply(&mut self, object: Object) -> Impact {
+        let kind = object.kind();
+        let key = object.key().clone();
+        if self.is_unchanged(&object) {
+            return Impact::default();
+        }
+        let mut impact = self.impact_of(kind, &key);
+        self.remove(kind, &key);
+        match object {
+            Object::Server(s) => {
+                self.servers.insert(key.clone(), compile_server(s));
+            }
+            Object::Policy(p) => {
+                self.policies.insert(key.clone(), compile_policy(p));
+            }
+            Object::Agent(a) => {
+                self.agents.insert(key.clone(), a);
+            }
+            Object::Grant(g) => {
+                let agent = ObjKey::new(&key.namespace, &g.agent);
+                self.grants_by_agent
+                    .entry(agent)
+                    .or_default()
+                    .insert(key.clone());
+                self.grants.insert(key.clone(), compile_grant(g));
+            }
+        }
+        let after = self.impact_of(kind, &key);
+        impact.agents.extend(after.agents);
+        impact.policies |= after.policies;
+        self.generation += 1;
+        impact
+    }
+
+    /// Remove one object. Returns the agents that can be affected.
+    pub fn delete(&mut self, kind: Kind, key: &ObjKey) -> Impact {
+        let impact = self.impact_of(kind, key);
+        if self.remove(kind, key) {
+            self.generation += 1;
+            impact
+        } else {
+            Impact::default()
+        }
+    }
+
+    fn is_unchanged(&self, object: &Object) -> bool {
+        match object {
+            Object::Server(s) => self.servers.get(&s.key).is_some_and(|c| &c.input == s),
+            Object::Policy(p) => self.policies.get(&p.key).is_some_and(|c| &c.input == p),
+            Object::Agent(a) => self.agents.get(&a.key) == Some(a),
+            Object::Grant(g) => self.grants.get(&g.key).is_some_and(|c| &c.input == g),
+        }
+    }
+
+    fn remove(&mut self, kind: Kind, key: &ObjKey) -> bool {
+        match kind {
+            Kind::MCPServer => self.servers.remove(key).is_some(),
+            Kind::Policy => self.policies.remove(key).is_some(),
+            Kind::Agent => self.agents.remove(key).is_some(),
+            Kind::Grant => {
+                let Some(g) = self.grants.remove(key) else {
+                    return false;
+                };
+                let agent = ObjKey::new(&key.namespace, &g.input.agent);
+                if let Some(set) = self.grants_by_agent.get_mut(&agent) {
+                    set.remove(key);
+                    if set.is_empty() {
+                        self.grants_by_agent.remove(&agent);
+                    }
+                }
+                true
+            }
+        }
+    }
+
+    /// Problems found while compiling objects (bad URIs, bad keys, bad timestamps).
+    pub fn compile_findings(&self) -> Vec<Finding> {
+        let mut out = Vec::new();
+        out.extend(
+            self.servers
+                .values()
+                .flat_map(|s| s.problems.iter().cloned()),
+        );
+        out.extend(
+            self.policies
+                .values()
+                .flat_map(|p| p.problems.iter().cloned()),
+        );
+        out.extend(
+            self.grants
+                .values()
+                .flat_map(|g| g.problems.iter().cloned()),
+        );
+        out
+    }
+}

@@ -1,0 +1,32 @@
+//! mcpgov-engine: the pure governance engine of mcpgov.
+//!
+//! It holds the reachability graph (Agent -> Tool -> Resource -> Policy) as an index
+//! of plain objects, answers every governance question with its evidence path, and
+//! compiles per-agent policy bundles. No Kubernetes, no async runtime, no I/O, no
+//! clock: callers pass the instant (`now`) that expected exceptions expire against.
+//!
+//! Typical use: `Engine::from_snapshot`, then `apply` / `delete` one object at a time
+//! (each returns the agents it can affect), then an `Evaluator` to answer questions.
+
+pub mod bundle;
+pub mod canonical;
+pub mod check;
+pub mod findings;
+pub mod glob;
+pub mod index;
+pub mod key;
+pub mod model;
+pub mod queries;
+pub mod reach;
+pub mod resolve;
+pub mod select;
+pub mod uri;
+pub mod verdict;
+
+pub use bundle::{Bundle, BundleError};
+pub use findings::{Finding, FindingKind, Summary};
+pub use index::{Engine, EngineConfig, Impact};
+pub use key::{Selector, ToolId};
+pub use model::*;
+pub use select::{AgentEvaluation, Decision, Reason};
+pub use verdict::{AccessVerdict, Classification, DenyPath, Evaluator, VerdictKind};

@@ -1,0 +1,167 @@
+//! Resolving tool selectors against the servers a namespace may see, under the tenancy
+//! rules: a namespace sees its own servers and those that share themselves with it.
+
+use crate::glob::{has_glob, name_matches};
+use crate::index::{CServer, Engine};
+use crate::key::{Selector, ToolId};
+use serde::Serialize;
+
+/// What one selector of a Grant (or one tool argument of a query) resolved to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum Resolution {
+    /// Live tools the selector names.
+    Resolved { tools: Vec<ToolId> },
+    /// A literal key whose tool no server exposes now (or whose server never crawled).
+    Drifted { tool: ToolId },
+    /// Nothing visible matches.
+    NotFound,
+    /// A bare name exposed by several visible servers; never guessed.
+    Ambiguous { candidates: Vec<ToolId> },
+    /// The key names a server of another namespace that does not share with this one.
+    CrossNamespaceDenied { server: String },
+}
+
+impl Resolution {
+    /// Reason code used in findings and status.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Resolution::Resolved { .. } => "Resolved",
+            Resolution::Drifted { .. } => "Drifted",
+            Resolution::NotFound => "NotFound",
+            Resolution::Ambiguous { .. } => "Ambiguous",
+            Resolution::CrossNamespaceDenied { .. } => "CrossNamespaceDenied",
+        }
+    }
+
+    /// Tools the selector creates CAN_CALL edges to (live or drifted).
+    pub fn granted(&self) -> Vec<ToolId> {
+        match self {
+            Resolution::Resolved { tools } => tools.clone(),
+            Resolution::Drifted { tool } => vec![tool.clone()],
+            _ => Vec::new(),
+        }
+    }
+}
+
+impl CServer {
+    pub(crate) fn visible_from(&self, namespace: &str) -> bool {
+        self.input.key.namespace == namespace || self.input.sharing.allows(namespace)
+    }
+
+    pub(crate) fn exposes(&self, tool: &str) -> bool {
+        self.tools.as_ref().is_some_and(|t| t.contains_key(tool))
+    }
+
+    fn matching_tools<'a>(&'a self, pattern: &'a str) -> impl Iterator<Item = ToolId> + 'a {
+        let literal = !has_glob(pattern);
+        self.tools
+            .iter()
+            .flat_map(|t| t.keys())
+            .filter(move |name| {
+                if literal {
+                    name.as_str() == pattern
+                } else {
+                    name_matches(pattern, name)
+                }
+            })
+            .map(|name| ToolId::new(&self.input.key.namespace, &self.input.key.name, name))
+    }
+}
+
+impl Engine {
+    /// Resolve `selector` as read from namespace `home` (a Grant's, or a query agent's).
+    pub fn resolve(&self, selector: &Selector, home: &str) -> Resolution {
+        let Some(server_pat) = selector.server.as_deref() else {
+            return self.resolve_bare(&selector.tool, home);
+        };
+        let ns_pat = selector.namespace_or(home);
+        let candidates: Vec<&CServer> = self
+            .servers
+            .values()
+            .filter(|s| {
+                name_matches(ns_pat, &s.input.key.namespace)
+                    && name_matches(server_pat, &s.input.key.name)
+            })
+            .collect();
+        let visible: Vec<&CServer> = candidates
+            .iter()
+            .copied()
+            .filter(|s| s.visible_from(home))
+            .collect();
+        if selector.names_other_namespace(home) && visible.is_empty() {
+            // Only a literal foreign namespace is reported: a glob must not reveal
+            // servers the reader cannot see.
+            return Resolution::CrossNamespaceDenied {
+                server: format!("{ns_pat}/{server_pat}"),
+            };
+        }
+        if let Some(id) = selector.literal_id(home) {
+            let live = visible.first().is_some_and(|s| s.exposes(&id.name));
+            return if live {
+                Resolution::Resolved { tools: vec![id] }
+            } else {
+                Resolution::Drifted { tool: id }
+            };
+        }
+        let tools: Vec<ToolId> = visible
+            .iter()
+            .flat_map(|s| s.matching_tools(&selector.tool))
+            .collect();
+        if tools.is_empty() {
+            Resolution::NotFound
+        } else {
+            Resolution::Resolved { tools }
+        }
+    }
+
+    fn resolve_bare(&self, pattern: &str, home: &str) -> Resolution {
+        let mut tools = Vec::new();
+        let mut servers = 0;
+        for s in self.servers.values().filter(|s| s.visible_from(home)) {
+            let before = tools.len();
+            tools.extend(s.matching_tools(pattern));
+            if tools.len() > before {
+                servers += 1;
+            }
+        }
+        match servers {
+            0 => Resolution::NotFound,
+            1 => Resolution::Resolved { tools },
+            _ => Resolution::Ambiguous { candidates: tools },
+        }
+    }
+
+    /// Parse and resolve a tool argument of a query (`server::tool`, `ns/server::tool`
+    /// or a bare name) for an agent in `home`. Globs are not tool arguments.
+    pub fn resolve_tool_arg(&self, raw: &str, home: &str) -> Resolution {
+        match Selector::parse(raw) {
+            Ok(s) if !has_glob(raw) => match self.resolve(&s, home) {
+                // A query about a tool no server exposes is a miss, unless governance
+                // still names it (then it is a known, drifted tool).
+                Resolution::Drifted { tool } if !self.is_referenced(&tool) => Resolution::NotFound,
+                r => r,
+            },
+            _ => Resolution::NotFound,
+        }
+    }
+
+    /// Whether any Grant or literal Policy/dataAccess binding names this tool.
+    pub(crate) fn is_referenced(&self, id: &ToolId) -> bool {
+        let by_grant = self.grants.values().any(|g| {
+            g.selectors
+                .iter()
+                .any(|s| s.literal_id(&g.input.key.namespace).as_ref() == Some(id))
+        });
+        let by_policy = self.policies.values().any(|p| {
+            p.tools
+                .iter()
+                .any(|(s, _)| s.literal_id(&p.input.key.namespace).as_ref() == Some(id))
+        });
+        let by_access = self
+            .servers
+            .get(&crate::model::ObjKey::new(&id.namespace, &id.server))
+            .is_some_and(|s| s.access.iter().any(|a| a.tool == id.name));
+        by_grant || by_policy || by_access
+    }
+}

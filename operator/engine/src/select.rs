@@ -1,0 +1,273 @@
+//! The deterministic selector surface: profiles, reject reasons, Toolgraph's fixed
+//! risk-score table, and the per-agent evaluation that bundles and status are built from.
+
+use crate::key::ToolId;
+use crate::model::*;
+use crate::reach::ToolReach;
+use crate::verdict::{
+    AccessVerdict, Classification, DenyPath, Evaluator, GrantEdge, GrantRef, VerdictKind,
+};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Reason {
+    NotFound,
+    Ambiguous,
+    NotGranted,
+    DenyViolation,
+    DenyException,
+    Drifted,
+    Unmapped,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Eligible,
+    Rejected,
+}
+
+/// What each profile rejects (Toolgraph's table).
+pub fn rejects(profile: Profile, reason: Reason) -> bool {
+    use Reason::*;
+    match reason {
+        NotFound | Ambiguous | NotGranted | Drifted => true,
+        DenyViolation => profile != Profile::Explore,
+        DenyException | Unmapped => profile == Profile::Strict,
+    }
+}
+
+pub fn decide(profile: Profile, reasons: &[Reason]) -> Decision {
+    if reasons.iter().any(|r| rejects(profile, *r)) {
+        Decision::Rejected
+    } else {
+        Decision::Eligible
+    }
+}
+
+/// Reasons that apply to a verdict, whatever the profile.
+pub fn reasons_of(v: &AccessVerdict) -> Vec<Reason> {
+    let mut out = Vec::new();
+    match v.verdict {
+        VerdictKind::AgentNotFound | VerdictKind::ToolNotFound => out.push(Reason::NotFound),
+        VerdictKind::Ambiguous => out.push(Reason::Ambiguous),
+        VerdictKind::NotGranted => out.push(Reason::NotGranted),
+        VerdictKind::Deny | VerdictKind::Allow => {}
+    }
+    if v.found != Some(true) || v.verdict == VerdictKind::Ambiguous {
+        return out;
+    }
+    let violation = v
+        .deny_paths
+        .iter()
+        .any(|p| p.classification == Classification::Violation);
+    if violation {
+        out.push(Reason::DenyViolation);
+    }
+    if v.verdict == VerdictKind::Deny && !violation {
+        out.push(Reason::DenyException);
+    }
+    if v.drifted {
+        out.push(Reason::Drifted);
+    }
+    if v.unmapped {
+        out.push(Reason::Unmapped);
+    }
+    out
+}
+
+/// Any edge the verdict rests on that cites no evidence.
+fn has_unbacked_edge(v: &AccessVerdict, reach: Option<&ToolReach>) -> bool {
+    v.granted_by.iter().any(|g| g.provenance.is_unbacked())
+        || v.deny_paths.iter().any(|p| {
+            p.policy_provenance.is_unbacked()
+                || p.provenance.as_ref().is_some_and(Provenance::is_unbacked)
+        })
+        || reach.is_some_and(|r| r.access.iter().any(|a| a.provenance.is_unbacked()))
+}
+
+/// Toolgraph's fixed table, first match wins.
+pub fn risk_score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
+    let reasons = reasons_of(v);
+    if reasons.contains(&Reason::DenyViolation) && v.verdict == VerdictKind::Deny {
+        1.0
+    } else if v.drifted {
+        0.8
+    } else if v.unmapped && v.found == Some(true) {
+        0.6
+    } else if has_unbacked_edge(v, reach) {
+        0.4
+    } else if reasons.contains(&Reason::DenyException) {
+        0.2
+    } else {
+        0.0
+    }
+}
+
+/// rank-features: the facts about one candidate, in input order.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Features {
+    #[serde(flatten)]
+    pub verdict: AccessVerdict,
+    pub granted: bool,
+    pub reasons: Vec<Reason>,
+    pub unbacked: bool,
+    pub annotations: Option<Annotations>,
+    pub risk_score: f64,
+}
+
+/// eligible-tools: one candidate's decision under a profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Eligibility {
+    pub tool: String,
+    pub tool_key: Option<String>,
+    pub decision: Decision,
+    pub reasons: Vec<Reason>,
+    pub rejected_by: Vec<Reason>,
+    pub deny_paths: Vec<DenyPath>,
+}
+
+/// One granted tool of an agent, decided under the agent's profile.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDecision {
+    pub id: ToolId,
+    pub decision: Decision,
+    pub reasons: Vec<Reason>,
+    pub risk_score: f64,
+    pub contract_digest: Option<String>,
+    pub deny_paths: Vec<DenyPath>,
+    pub granted_by: Vec<GrantEdge>,
+}
+
+/// Everything decided for one agent: the input of its bundle and its status.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentEvaluation {
+    pub agent: ObjKey,
+    pub profile: Profile,
+    pub tools: Vec<ToolDecision>,
+    pub refs: Vec<GrantRef>,
+}
+
+impl AgentEvaluation {
+    pub fn count(&self, reason: Reason) -> usize {
+        self.tools
+            .iter()
+            .filter(|t| t.reasons.contains(&reason))
+            .count()
+    }
+
+    pub fn eligible(&self) -> usize {
+        self.tools
+            .iter()
+            .filter(|t| t.decision == Decision::Eligible)
+            .count()
+    }
+
+    /// Deny paths classified as violations, over all tools.
+    pub fn violations(&self) -> impl Iterator<Item = (&ToolDecision, &DenyPath)> {
+        self.tools.iter().flat_map(|t| {
+            t.deny_paths
+                .iter()
+                .filter(|p| p.classification == Classification::Violation)
+                .map(move |p| (t, p))
+        })
+    }
+}
+
+impl Evaluator<'_> {
+    pub fn features(&self, agent: &ObjKey, tool: &str) -> Features {
+        let verdict = self.check_access(agent, tool);
+        let reach = verdict.tool_key.as_ref().and_then(|_| {
+            self.engine
+                .resolve_tool_arg(tool, &agent.namespace)
+                .granted()
+                .first()
+                .map(|id| self.reach(id))
+        });
+        let reach = reach.as_deref();
+        Features {
+            granted: !verdict.granted_by.is_empty(),
+            reasons: reasons_of(&verdict),
+            unbacked: has_unbacked_edge(&verdict, reach),
+            annotations: reach.and_then(|r| r.catalog.as_ref().map(|c| c.annotations.clone())),
+            risk_score: risk_score(&verdict, reach),
+            verdict,
+        }
+    }
+
+    pub fn eligibility(&self, agent: &ObjKey, tool: &str, profile: Profile) -> Eligibility {
+        let v = self.check_access(agent, tool);
+        let reasons = reasons_of(&v);
+        Eligibility {
+            tool: tool.to_string(),
+            tool_key: v.tool_key.clone(),
+            decision: decide(profile, &reasons),
+            rejected_by: reasons
+                .iter()
+                .copied()
+                .filter(|r| rejects(profile, *r))
+                .collect(),
+            reasons,
+            deny_paths: v.deny_paths,
+        }
+    }
+
+    /// Decide every granted tool of `agent` under `profile` (the agent's own when None).
+    pub fn evaluate_agent(
+        &self,
+        agent: &ObjKey,
+        profile: Option<Profile>,
+    ) -> Option<AgentEvaluation> {
+        let a = self.engine.agent(agent)?;
+        let profile = profile.unwrap_or(a.profile);
+        let tools = self
+            .granted_tools(agent)
+            .into_iter()
+            .map(|(id, granted_by)| {
+                let reach = self.reach(&id);
+                let deny_paths = self.deny_paths(agent, &reach);
+                let verdict = AccessVerdict {
+                    agent: agent.to_string(),
+                    agent_found: true,
+                    tool: id.to_string(),
+                    found: Some(true),
+                    tool_key: Some(id.to_string()),
+                    candidates: Vec::new(),
+                    verdict: if deny_paths.is_empty() {
+                        VerdictKind::Allow
+                    } else {
+                        VerdictKind::Deny
+                    },
+                    granted_by,
+                    all_authorized: None,
+                    deny_paths,
+                    drifted: reach.drifted(),
+                    unmapped: reach.unmapped(),
+                };
+                let reasons = reasons_of(&verdict);
+                ToolDecision {
+                    decision: decide(profile, &reasons),
+                    risk_score: risk_score(&verdict, Some(&reach)),
+                    contract_digest: reach
+                        .catalog
+                        .as_ref()
+                        .and_then(|c| c.contract_digest.clone()),
+                    reasons,
+                    id,
+                    deny_paths: verdict.deny_paths,
+                    granted_by: verdict.granted_by,
+                }
+            })
+            .collect();
+        Some(AgentEvaluation {
+            agent: agent.clone(),
+            profile,
+            tools,
+            refs: self.grant_refs(agent),
+        })
+    }
+}

@@ -1,0 +1,256 @@
+//! Verdicts for (agent, tool) pairs, with every deny path as evidence, and the agent's
+//! granted-tool set. An `Evaluator` caches per-tool reach so that evaluating many agents
+//! computes each tool's reach once.
+
+use crate::index::Engine;
+use crate::key::ToolId;
+use crate::model::*;
+use crate::reach::{AccessEdge, PolicyPath, ToolReach};
+use crate::resolve::Resolution;
+use serde::Serialize;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum VerdictKind {
+    AgentNotFound,
+    ToolNotFound,
+    Ambiguous,
+    NotGranted,
+    Deny,
+    Allow,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Classification {
+    Violation,
+    AuthorizedButGoverned,
+}
+
+/// One Agent -> Tool -> [Resource ->] Policy path with its evidence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DenyPath {
+    pub policy: String,
+    /// The resource the data-flow edge names; null when the Policy governs the tool.
+    pub resource: Option<String>,
+    pub mode: Option<Mode>,
+    /// The Policy binding that matched (resource pattern or tool selector).
+    pub governed_by: String,
+    pub path: Vec<String>,
+    pub classification: Classification,
+    pub exception_reason: Option<String>,
+    pub exception_grant: Option<String>,
+    /// Provenance of the data-flow edge (null for a direct binding).
+    pub provenance: Option<Provenance>,
+    pub policy_provenance: Provenance,
+}
+
+/// A CAN_CALL edge: which Grant selector put the tool in reach.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantEdge {
+    pub grant: String,
+    pub selector: String,
+    pub provenance: Provenance,
+}
+
+/// The answer to "may this agent call this tool?".
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AccessVerdict {
+    pub agent: String,
+    pub agent_found: bool,
+    pub tool: String,
+    /// Null when the agent was not found (the tool was not looked up).
+    pub found: Option<bool>,
+    pub tool_key: Option<String>,
+    pub candidates: Vec<String>,
+    pub verdict: VerdictKind,
+    pub granted_by: Vec<GrantEdge>,
+    pub deny_paths: Vec<DenyPath>,
+    /// With DENY: true when every deny path is an authorized exception.
+    pub all_authorized: Option<bool>,
+    pub drifted: bool,
+    pub unmapped: bool,
+}
+
+/// A selector of one of the agent's Grants and what it resolved to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantRef {
+    pub grant: String,
+    pub selector: String,
+    pub resolution: Resolution,
+}
+
+/// Reads the engine at one instant, caching per-tool reach.
+pub struct Evaluator<'e> {
+    pub(crate) engine: &'e Engine,
+    pub(crate) now: jiff::Timestamp,
+    reach: RefCell<HashMap<ToolId, Rc<ToolReach>>>,
+}
+
+impl Engine {
+    /// An evaluator at `now` (expected exceptions expire against it).
+    pub fn evaluator(&self, now: jiff::Timestamp) -> Evaluator<'_> {
+        Evaluator {
+            engine: self,
+            now,
+            reach: RefCell::new(HashMap::new()),
+        }
+    }
+}
+
+pub(crate) fn node(kind: &str, id: impl std::fmt::Display) -> String {
+    format!("{kind}:{id}")
+}
+
+impl<'e> Evaluator<'e> {
+    pub fn engine(&self) -> &'e Engine {
+        self.engine
+    }
+
+    pub fn reach(&self, id: &ToolId) -> Rc<ToolReach> {
+        if let Some(r) = self.reach.borrow().get(id) {
+            return r.clone();
+        }
+        let r = Rc::new(self.engine.reach(id));
+        self.reach.borrow_mut().insert(id.clone(), r.clone());
+        r
+    }
+
+    /// Every selector of the agent's Grants with its resolution.
+    pub fn grant_refs(&self, agent: &ObjKey) -> Vec<GrantRef> {
+        let mut out = Vec::new();
+        for gk in self.engine.grant_keys_of(agent) {
+            let Some(g) = self.engine.grants.get(gk) else {
+                continue;
+            };
+            for sel in &g.selectors {
+                out.push(GrantRef {
+                    grant: gk.to_string(),
+                    selector: sel.raw.clone(),
+                    resolution: self.engine.resolve(sel, &gk.namespace),
+                });
+            }
+        }
+        out
+    }
+
+    /// The tools the agent can call (CAN_CALL edges), each with the edges that grant it.
+    pub fn granted_tools(&self, agent: &ObjKey) -> BTreeMap<ToolId, Vec<GrantEdge>> {
+        let mut out: BTreeMap<ToolId, Vec<GrantEdge>> = BTreeMap::new();
+        for gk in self.engine.grant_keys_of(agent) {
+            let Some(g) = self.engine.grants.get(gk) else {
+                continue;
+            };
+            for sel in &g.selectors {
+                for id in self.engine.resolve(sel, &gk.namespace).granted() {
+                    out.entry(id).or_default().push(GrantEdge {
+                        grant: gk.to_string(),
+                        selector: sel.raw.clone(),
+                        provenance: g.input.provenance.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Deny paths of `reach` for `agent`, classified against the agent's exceptions.
+    pub fn deny_paths(&self, agent: &ObjKey, reach: &ToolReach) -> Vec<DenyPath> {
+        reach
+            .deny_paths()
+            .map(|p| self.classify(agent, &reach.id, p))
+            .collect()
+    }
+
+    fn classify(&self, agent: &ObjKey, tool: &ToolId, p: &PolicyPath) -> DenyPath {
+        let mut path = vec![node("agent", agent), "CAN_CALL".into(), node("tool", tool)];
+        if let Some(AccessEdge { mode, resource, .. }) = &p.access {
+            path.push(mode.edge().into());
+            path.push(node("resource", resource));
+        }
+        path.push("GOVERNED_BY".into());
+        path.push(node("policy", &p.policy));
+        let exception = self.engine.covering_exception(agent, tool, p, self.now);
+        DenyPath {
+            policy: p.policy.to_string(),
+            resource: p.access.as_ref().map(|a| a.resource.clone()),
+            mode: p.access.as_ref().map(|a| a.mode),
+            governed_by: p.binding.clone(),
+            path,
+            classification: if exception.is_some() {
+                Classification::AuthorizedButGoverned
+            } else {
+                Classification::Violation
+            },
+            exception_reason: exception.map(|(_, e)| e.input.reason.clone()),
+            exception_grant: exception.map(|(g, _)| g.to_string()),
+            provenance: p.access.as_ref().map(|a| a.provenance.clone()),
+            policy_provenance: p.policy_provenance.clone(),
+        }
+    }
+
+    /// check-access: the verdict for one (agent, tool) pair.
+    pub fn check_access(&self, agent: &ObjKey, tool: &str) -> AccessVerdict {
+        let mut v = AccessVerdict {
+            agent: agent.to_string(),
+            agent_found: false,
+            tool: tool.to_string(),
+            found: None,
+            tool_key: None,
+            candidates: Vec::new(),
+            verdict: VerdictKind::AgentNotFound,
+            granted_by: Vec::new(),
+            deny_paths: Vec::new(),
+            all_authorized: None,
+            drifted: false,
+            unmapped: false,
+        };
+        if self.engine.agent(agent).is_none() {
+            return v;
+        }
+        v.agent_found = true;
+        let id = match self.engine.resolve_tool_arg(tool, &agent.namespace) {
+            Resolution::Resolved { tools } if tools.len() == 1 => tools[0].clone(),
+            Resolution::Drifted { tool } => tool,
+            Resolution::Ambiguous { candidates } => {
+                v.found = Some(true);
+                v.candidates = candidates.iter().map(ToString::to_string).collect();
+                v.verdict = VerdictKind::Ambiguous;
+                return v;
+            }
+            _ => {
+                v.found = Some(false);
+                v.verdict = VerdictKind::ToolNotFound;
+                return v;
+            }
+        };
+        v.found = Some(true);
+        v.tool_key = Some(id.to_string());
+        let reach = self.reach(&id);
+        v.drifted = reach.drifted();
+        v.unmapped = reach.unmapped();
+        v.granted_by = self.granted_tools(agent).remove(&id).unwrap_or_default();
+        if v.granted_by.is_empty() {
+            v.verdict = VerdictKind::NotGranted;
+            return v;
+        }
+        v.deny_paths = self.deny_paths(agent, &reach);
+        if v.deny_paths.is_empty() {
+            v.verdict = VerdictKind::Allow;
+        } else {
+            v.verdict = VerdictKind::Deny;
+            v.all_authorized = Some(
+                v.deny_paths
+                    .iter()
+                    .all(|p| p.classification == Classification::AuthorizedButGoverned),
+            );
+        }
+        v
+    }
+}

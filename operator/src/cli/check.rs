@@ -1,0 +1,135 @@
+//! `mcpgov check`: every finding over the manifests, as a table or JSON, with an
+//! optional gate.
+
+use super::{Failure, InputArgs, print_json, print_out};
+use clap::{Args, ValueEnum};
+use mcpgov_engine::{Finding, FindingKind, Summary};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    /// Any violation.
+    Violation,
+    /// Any drift.
+    Drift,
+    /// Any violation, drift or unresolved reference.
+    Any,
+}
+
+#[derive(Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    #[arg(short = 'o', long, value_enum, default_value = "table")]
+    output: Output,
+    /// Exit 1 when a finding of this kind exists.
+    #[arg(long, value_enum)]
+    fail_on: Option<FailOn>,
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    findings: &'a [Finding],
+    summary: Summary,
+}
+
+fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
+    match fail_on {
+        FailOn::Violation => kind == FindingKind::Violation,
+        FailOn::Drift => kind == FindingKind::Drift,
+        FailOn::Any => matches!(
+            kind,
+            FindingKind::Violation | FindingKind::Drift | FindingKind::Unresolved
+        ),
+    }
+}
+
+pub fn run(args: CheckArgs) -> Result<(), Failure> {
+    let input = args.input.load()?;
+    let eval = input.engine.evaluator(input.now);
+    let findings = eval.check();
+    let invalid: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::Invalid)
+        .collect();
+    if !invalid.is_empty() {
+        let lines: Vec<String> = invalid
+            .iter()
+            .map(|f| format!("{}: {}", f.object, f.message))
+            .collect();
+        return Err(Failure::Input(format!(
+            "invalid input:\n  {}",
+            lines.join("\n  ")
+        )));
+    }
+    let summary = Summary::of(&findings);
+    match args.output {
+        Output::Json => print_json(&Report {
+            findings: &findings,
+            summary: summary.clone(),
+        }),
+        Output::Table => print_out(table(&findings, &summary).as_bytes()),
+    }
+    if let Some(gate) = args.fail_on {
+        let n = findings.iter().filter(|f| trips(gate, f.kind)).count();
+        if n > 0 {
+            return Err(Failure::Gate(format!(
+                "mcpgov check: {n} finding(s) trip --fail-on {}",
+                gate.to_possible_value().expect("named").get_name()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn table(findings: &[Finding], s: &Summary) -> String {
+    let rows: Vec<[String; 4]> = findings
+        .iter()
+        .map(|f| {
+            [
+                format!("{:?}", f.kind),
+                f.reason.clone(),
+                f.object.clone(),
+                f.message.clone(),
+            ]
+        })
+        .collect();
+    let header = ["KIND", "REASON", "OBJECT", "MESSAGE"].map(String::from);
+    let mut widths = header.clone().map(|h| h.len());
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = String::new();
+    if !rows.is_empty() {
+        for r in std::iter::once(&header).chain(rows.iter()) {
+            let line: Vec<String> = r
+                .iter()
+                .zip(widths)
+                .enumerate()
+                .map(|(i, (c, w))| {
+                    if i == 3 {
+                        c.clone()
+                    } else {
+                        format!("{c:<w$}")
+                    }
+                })
+                .collect();
+            out.push_str(line.join("  ").trim_end());
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "{} violation(s), {} exception(s), {} drift, {} unresolved, {} invalid\n",
+        s.violations, s.exceptions, s.drift, s.unresolved, s.invalid
+    ));
+    out
+}

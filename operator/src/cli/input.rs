@@ -1,0 +1,152 @@
+//! Turning `-f` paths and `--catalog` files into an engine, and reading agent names.
+
+use super::Failure;
+use crate::manifest::{Loaded, Resource, load_paths};
+use clap::Args;
+use mcpgov_engine::{Engine, EngineConfig, ObjKey, Object};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Args, Clone, Debug)]
+pub struct InputArgs {
+    /// Manifest files or directories (YAML, multi-document, `kind: List`); repeat the
+    /// flag or separate with commas. Positional arguments go before `-f`.
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_delimiter = ',')]
+    pub paths: Vec<PathBuf>,
+    /// MCPServer objects with status (as `kubectl get mcpservers -A -o yaml` prints),
+    /// read as the crawled catalog.
+    #[arg(long)]
+    pub catalog: Vec<PathBuf>,
+    /// Namespace of objects that name none.
+    #[arg(short = 'n', long, default_value = "default", env = "MCPGOV_NAMESPACE")]
+    pub namespace: String,
+    /// Policies in this namespace govern every namespace.
+    #[arg(
+        long,
+        default_value = "mcpgov-system",
+        env = "MCPGOV_GOVERNANCE_NAMESPACE"
+    )]
+    pub governance_namespace: String,
+    /// Evaluate as of this RFC 3339 instant (expected exceptions expire against it).
+    #[arg(long)]
+    pub now: Option<String>,
+}
+
+pub struct Input {
+    pub engine: Engine,
+    pub now: jiff::Timestamp,
+}
+
+fn kind_and_key(l: &Loaded, default_ns: &str) -> (&'static str, ObjKey) {
+    let o = l.resource.to_engine(default_ns);
+    let kind = match o {
+        Object::Server(_) => "MCPServer",
+        Object::Policy(_) => "Policy",
+        Object::Agent(_) => "Agent",
+        Object::Grant(_) => "Grant",
+    };
+    (kind, o.key().clone())
+}
+
+impl InputArgs {
+    pub fn load(&self) -> Result<Input, Failure> {
+        let now = match &self.now {
+            None => jiff::Timestamp::now(),
+            Some(t) => t
+                .parse()
+                .map_err(|e| Failure::Input(format!("--now {t:?}: {e}")))?,
+        };
+        let ns = self.namespace.as_str();
+        let loaded = load_paths(&self.paths).map_err(|e| Failure::Input(e.to_string()))?;
+        let catalog = load_paths(&self.catalog).map_err(|e| Failure::Input(e.to_string()))?;
+        let mut objects: BTreeMap<(&'static str, ObjKey), Loaded> = BTreeMap::new();
+        for l in loaded {
+            let id = kind_and_key(&l, ns);
+            if let Some(prev) = objects.get_mut(&id) {
+                if !merge_catalog(prev, &l) {
+                    return Err(Failure::Input(format!(
+                        "{}: {} {} is also defined in {}",
+                        l.file.display(),
+                        id.0,
+                        id.1,
+                        prev.file.display()
+                    )));
+                }
+                continue;
+            }
+            objects.insert(id, l);
+        }
+        // Catalog files lend their status to the MCPServers the manifests declare;
+        // servers only the catalog knows come in whole.
+        for c in catalog {
+            if !matches!(c.resource, Resource::MCPServer(_)) {
+                continue;
+            }
+            let id = kind_and_key(&c, ns);
+            match objects.get_mut(&id) {
+                Some(prev) => {
+                    if let (Resource::MCPServer(s), Resource::MCPServer(cs)) =
+                        (&mut prev.resource, &c.resource)
+                    {
+                        s.status = cs.status.clone();
+                    }
+                }
+                None => {
+                    objects.insert(id, c);
+                }
+            }
+        }
+        let config = EngineConfig {
+            governance_namespace: self.governance_namespace.clone(),
+        };
+        let engine =
+            Engine::from_snapshot(config, objects.values().map(|l| l.resource.to_engine(ns)));
+        Ok(Input { engine, now })
+    }
+}
+
+/// The same MCPServer declared once as spec and once with its crawled status (a
+/// catalog snapshot beside the manifests) merges; any other duplicate is an error.
+fn merge_catalog(prev: &mut Loaded, next: &Loaded) -> bool {
+    let (Resource::MCPServer(a), Resource::MCPServer(b)) = (&mut prev.resource, &next.resource)
+    else {
+        return false;
+    };
+    match (a.has_catalog(), b.has_catalog()) {
+        (false, true) => {
+            a.status = b.status.clone();
+            true
+        }
+        (true, false) => {
+            let status = a.status.take();
+            **a = (**b).clone();
+            a.status = status;
+            prev.file = next.file.clone();
+            true
+        }
+        _ => false,
+    }
+}
+
+/// `namespace/name`, or a bare name when exactly one namespace has such an agent.
+pub fn agent_key(engine: &Engine, raw: &str, default_ns: &str) -> Result<ObjKey, Failure> {
+    if let Some((ns, name)) = raw.split_once('/') {
+        return Ok(ObjKey::new(ns, name));
+    }
+    let matches: Vec<&ObjKey> = engine
+        .agents()
+        .map(|a| &a.key)
+        .filter(|k| k.name == raw)
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Ok(ObjKey::new(default_ns, raw)),
+        many => Err(Failure::Input(format!(
+            "agent {raw:?} exists in several namespaces ({}); name it as namespace/name",
+            many.iter()
+                .map(|k| k.namespace.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}

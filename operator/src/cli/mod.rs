@@ -1,0 +1,82 @@
+//! Command line: `mcpgov check | query | bundle | crds`. Results go to stdout,
+//! diagnostics to stderr. Exit 0 on success, 1 when a gate trips (or an agent is
+//! unknown), 2 on unreadable or invalid input.
+
+mod check;
+mod input;
+mod query;
+
+use clap::{Parser, Subcommand};
+use std::io::Write;
+use std::process::ExitCode;
+
+pub use input::InputArgs;
+
+#[derive(Parser)]
+#[command(
+    name = "mcpgov",
+    version,
+    about = "Govern which AI agents may call which MCP tools"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Evaluate manifests offline and print every finding (what CI runs before a merge).
+    Check(check::CheckArgs),
+    /// Ask one governance question; prints JSON.
+    Query(query::QueryArgs),
+    /// Print the exact policy bundle bytes the operator publishes for AGENT.
+    Bundle(query::BundleArgs),
+    /// Print the four CustomResourceDefinitions as YAML.
+    Crds,
+}
+
+/// Outcome of a command: what to print and how to exit.
+pub enum Failure {
+    /// Bad input or usage: exit 2.
+    Input(String),
+    /// A gate tripped or a name is unknown: exit 1 (stdout may already hold a result).
+    Gate(String),
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(a) => check::run(a),
+        Command::Query(a) => query::run(a),
+        Command::Bundle(a) => query::bundle(a),
+        Command::Crds => {
+            print_out(crate::crd::crds_yaml().as_bytes());
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Gate(msg)) => {
+            if !msg.is_empty() {
+                eprintln!("{msg}");
+            }
+            ExitCode::from(1)
+        }
+        Err(Failure::Input(msg)) => {
+            eprintln!("error: {msg}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error worth a panic.
+pub(crate) fn print_out(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes).and_then(|_| out.flush());
+}
+
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) {
+    let mut s = serde_json::to_string_pretty(value).expect("results serialise");
+    s.push('\n');
+    print_out(s.as_bytes());
+}

@@ -1,0 +1,214 @@
+//! `mcpgov query <question>` and `mcpgov bundle`: the engine's questions over manifests.
+
+use super::input::agent_key;
+use super::{Failure, InputArgs, print_json, print_out};
+use clap::{Args, Subcommand};
+use mcpgov_engine::{Evaluator, ObjKey, Profile};
+use serde_json::json;
+
+#[derive(Args)]
+pub struct QueryArgs {
+    #[command(subcommand)]
+    question: Question,
+}
+
+#[derive(Subcommand)]
+enum Question {
+    /// May AGENT call TOOL, and does the call cross a Deny policy?
+    CheckAccess {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+        tool: String,
+    },
+    /// Tools AGENT can call that reach a Deny-governed resource or tool.
+    UnsafeTools {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+        /// Also list operator-declared exceptions.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Tools and agents affected by a resource URI/glob or a Policy (`name`, `ns/name`).
+    BlastRadius {
+        #[command(flatten)]
+        input: InputArgs,
+        target: String,
+    },
+    /// Governance naming tools no server exposes now.
+    Drift {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Granted tools with no READS/WRITES authored.
+    UnmappedTools {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Policies no agent currently reaches.
+    OrphanPolicies {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// READS/WRITES/GOVERNED_BY edges with no evidence.
+    UnbackedEdges {
+        #[command(flatten)]
+        input: InputArgs,
+        /// Also audit CAN_CALL grants.
+        #[arg(long)]
+        include_grants: bool,
+    },
+    /// Destructive-hinted tools with no policy path.
+    DestructiveUnsafeguarded {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Authored WRITES on tools that claim readOnlyHint.
+    AnnotationContradictions {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Whole-estate audit summary with pass/fail status.
+    AuditReport {
+        #[command(flatten)]
+        input: InputArgs,
+    },
+    /// Hard filter of candidate tools under a profile, with reject reasons.
+    EligibleTools {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+        /// Candidate tool keys; default: every tool the agent is granted.
+        tools: Vec<String>,
+        /// strict, review or explore; default: the Agent's own profile.
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// Per-candidate facts and Toolgraph's fixed risk score.
+    RankFeatures {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+        #[arg(required = true)]
+        tools: Vec<String>,
+    },
+}
+
+#[derive(Args)]
+pub struct BundleArgs {
+    #[command(flatten)]
+    input: InputArgs,
+    /// `namespace/name`, or a name when only one namespace has such an agent.
+    agent: String,
+}
+
+fn not_found(agent: &ObjKey) -> Failure {
+    Failure::Gate(format!("AGENT_NOT_FOUND: no Agent {agent}"))
+}
+
+/// Resolve AGENT and fail with AGENT_NOT_FOUND when it does not exist.
+fn existing_agent(eval: &Evaluator, raw: &str, ns: &str) -> Result<ObjKey, Failure> {
+    let key = agent_key(eval.engine(), raw, ns)?;
+    if eval.engine().agent(&key).is_none() {
+        return Err(not_found(&key));
+    }
+    Ok(key)
+}
+
+fn parse_profile(raw: Option<&str>) -> Result<Option<Profile>, Failure> {
+    raw.map(|p| {
+        Profile::parse(p).ok_or_else(|| {
+            Failure::Input(format!("unknown profile {p:?} (strict, review or explore)"))
+        })
+    })
+    .transpose()
+}
+
+pub fn run(args: QueryArgs) -> Result<(), Failure> {
+    use Question::*;
+    let input = match &args.question {
+        CheckAccess { input, .. }
+        | UnsafeTools { input, .. }
+        | BlastRadius { input, .. }
+        | Drift { input }
+        | UnmappedTools { input }
+        | OrphanPolicies { input }
+        | UnbackedEdges { input, .. }
+        | DestructiveUnsafeguarded { input }
+        | AnnotationContradictions { input }
+        | AuditReport { input }
+        | EligibleTools { input, .. }
+        | RankFeatures { input, .. } => input,
+    };
+    let ns = input.namespace.clone();
+    let loaded = input.load()?;
+    let eval = loaded.engine.evaluator(loaded.now);
+    match args.question {
+        CheckAccess { agent, tool, .. } => {
+            let key = agent_key(eval.engine(), &agent, &ns)?;
+            let v = eval.check_access(&key, &tool);
+            if !v.agent_found {
+                eprintln!("AGENT_NOT_FOUND: no Agent {key}");
+            }
+            print_json(&v);
+        }
+        UnsafeTools { agent, all, .. } => {
+            let key = existing_agent(&eval, &agent, &ns)?;
+            let rows = eval
+                .unsafe_tools(&key, all)
+                .ok_or_else(|| not_found(&key))?;
+            print_json(&json!({"agent": key.to_string(), "agentFound": true, "rows": rows}));
+        }
+        BlastRadius { target, .. } => print_json(&eval.blast_radius(&target, &ns)),
+        Drift { .. } => print_json(&eval.drift()),
+        UnmappedTools { .. } => print_json(&eval.unmapped_tools()),
+        OrphanPolicies { .. } => print_json(&eval.orphan_policies()),
+        UnbackedEdges { include_grants, .. } => print_json(&eval.unbacked_edges(include_grants)),
+        DestructiveUnsafeguarded { .. } => print_json(&eval.destructive_unsafeguarded()),
+        AnnotationContradictions { .. } => print_json(&eval.annotation_contradictions()),
+        AuditReport { .. } => print_json(&eval.audit_report()),
+        EligibleTools {
+            agent,
+            tools,
+            profile,
+            ..
+        } => {
+            let key = existing_agent(&eval, &agent, &ns)?;
+            let profile = parse_profile(profile.as_deref())?
+                .unwrap_or_else(|| eval.engine().agent(&key).expect("exists").profile);
+            let candidates = if tools.is_empty() {
+                eval.granted_tools(&key)
+                    .into_keys()
+                    .map(|id| id.to_string())
+                    .collect()
+            } else {
+                tools
+            };
+            let rows: Vec<_> = candidates
+                .iter()
+                .map(|t| eval.eligibility(&key, t, profile))
+                .collect();
+            print_json(&json!({"agent": key.to_string(), "profile": profile, "tools": rows}));
+        }
+        RankFeatures { agent, tools, .. } => {
+            let key = existing_agent(&eval, &agent, &ns)?;
+            let rows: Vec<_> = tools.iter().map(|t| eval.features(&key, t)).collect();
+            print_json(&json!({"agent": key.to_string(), "tools": rows}));
+        }
+    }
+    Ok(())
+}
+
+pub fn bundle(args: BundleArgs) -> Result<(), Failure> {
+    let ns = args.input.namespace.clone();
+    let loaded = args.input.load()?;
+    let eval = loaded.engine.evaluator(loaded.now);
+    let key = existing_agent(&eval, &args.agent, &ns)?;
+    let b = eval
+        .bundle(&key)
+        .map_err(|e| Failure::Gate(format!("error: {e}")))?;
+    eprintln!("bundle {} {} ({} bytes)", key, b.sha256, b.bytes.len());
+    print_out(&b.bytes);
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! Grant: which tools an Agent may call, and the deny-zone reach it declares on purpose.
+
+use super::common::*;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "mcpgov.io",
+    version = "v1alpha1",
+    kind = "Grant",
+    plural = "grants",
+    singular = "grant",
+    namespaced,
+    status = "GrantStatus",
+    shortname = "mcpgrant",
+    category = "mcpgov",
+    doc = "Tools an Agent of the same namespace may call, with its expected exceptions.",
+    printcolumn = r#"{"name": "Agent", "type": "string", "jsonPath": ".spec.agent"}"#,
+    printcolumn = r#"{"name": "Tools", "type": "integer", "jsonPath": ".status.resolvedTools"}"#,
+    printcolumn = r#"{"name": "Resolved", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Resolved\")].status"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantSpec {
+    /// An Agent in the Grant's own namespace.
+    #[schemars(
+        regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+        length(max = 253)
+    )]
+    pub agent: String,
+    /// Tool keys or globs: `server::tool`, `namespace/server::tool`, or a bare name.
+    #[schemars(
+        length(min = 1),
+        inner(regex(
+            pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"
+        ))
+    )]
+    pub tools: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected_exceptions: Vec<ExpectedException>,
+    #[serde(default)]
+    pub provenance: Provenance,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExpectedException {
+    /// Policy name (this namespace) or `namespace/name`.
+    #[schemars(regex(
+        pattern = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+    ))]
+    pub policy: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(
+        pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"
+    ))]
+    pub tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$"))]
+    pub resource: Option<String>,
+    /// Why the reach is intended; shown with every row it excuses.
+    #[schemars(length(min = 1))]
+    pub reason: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// From this instant on the exception no longer counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("format" = "date-time"))]
+    pub expires: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UnresolvedRef {
+    pub reference: String,
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_tools: Option<i64>,
+    /// References that resolve to nothing, to several tools, to drifted tools, or that
+    /// break tenancy.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<UnresolvedRef>,
+}

@@ -1,0 +1,181 @@
+//! The four custom resources (API group `mcpgov.io`, version `v1alpha1`) and their
+//! conversion into the engine's plain input model.
+
+pub mod agent;
+pub mod common;
+pub mod grant;
+pub mod policy;
+pub mod server;
+
+pub use agent::{Agent, AgentSpec, AgentStatus};
+pub use grant::{Grant, GrantSpec, GrantStatus};
+pub use policy::{Policy, PolicySpec, PolicyStatus};
+pub use server::{MCPServer, MCPServerSpec, MCPServerStatus};
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::{CustomResourceExt, ResourceExt};
+use mcpgov_engine as engine;
+
+/// The four CRDs, in a stable order.
+pub fn all_crds() -> Vec<CustomResourceDefinition> {
+    vec![MCPServer::crd(), Agent::crd(), Policy::crd(), Grant::crd()]
+}
+
+/// The four CRDs as one multi-document YAML stream, as committed under `crds/`.
+pub fn crds_yaml() -> String {
+    let mut out = String::new();
+    for crd in all_crds() {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&crd).expect("CRDs serialise"));
+    }
+    out
+}
+
+fn key_of<K: ResourceExt>(obj: &K, default_ns: &str) -> engine::ObjKey {
+    engine::ObjKey::new(
+        obj.namespace().unwrap_or_else(|| default_ns.to_string()),
+        obj.name_any(),
+    )
+}
+
+impl MCPServer {
+    /// Whether status carries a crawled catalog (not merely conditions).
+    pub fn has_catalog(&self) -> bool {
+        self.status.as_ref().is_some_and(|s| {
+            s.last_successful_crawl_time.is_some()
+                || s.catalog_digest.is_some()
+                || !s.tools.is_empty()
+        })
+    }
+
+    pub fn to_engine(&self, default_ns: &str) -> engine::Server {
+        let catalog = self.has_catalog().then(|| {
+            let st = self.status.as_ref().expect("has_catalog checked status");
+            engine::Catalog {
+                tools: st
+                    .tools
+                    .iter()
+                    .map(|t| {
+                        let a = t.annotations.clone().unwrap_or_default();
+                        engine::CatalogTool {
+                            name: t.name.clone(),
+                            description: t.description.clone(),
+                            annotations: engine::Annotations {
+                                read_only_hint: a.read_only_hint,
+                                destructive_hint: a.destructive_hint,
+                                idempotent_hint: a.idempotent_hint,
+                                open_world_hint: a.open_world_hint,
+                            },
+                            contract_digest: t.contract_digest.clone(),
+                        }
+                    })
+                    .collect(),
+                resources: st
+                    .resources
+                    .iter()
+                    .map(|r| engine::CatalogResource {
+                        uri: r.uri.clone(),
+                        name: r.name.clone(),
+                    })
+                    .collect(),
+            }
+        });
+        engine::Server {
+            key: key_of(self, default_ns),
+            data_access: self
+                .spec
+                .data_access
+                .iter()
+                .map(|d| engine::DataAccess {
+                    tool: d.tool.clone(),
+                    resource: d.resource.clone(),
+                    mode: match d.mode {
+                        server::AccessMode::Reads => engine::Mode::Reads,
+                        server::AccessMode::Writes => engine::Mode::Writes,
+                    },
+                    provenance: (&d.provenance).into(),
+                })
+                .collect(),
+            sharing: self
+                .spec
+                .sharing
+                .as_ref()
+                .map(|s| engine::Sharing::from_list(&s.namespaces))
+                .unwrap_or_default(),
+            catalog,
+        }
+    }
+}
+
+impl Policy {
+    pub fn to_engine(&self, default_ns: &str) -> engine::Policy {
+        let g = &self.spec.governs;
+        engine::Policy {
+            key: key_of(self, default_ns),
+            effect: match self.spec.effect {
+                policy::Effect::Deny => engine::Effect::Deny,
+                policy::Effect::Allow => engine::Effect::Allow,
+            },
+            description: self.spec.description.clone(),
+            resources: g
+                .resources
+                .iter()
+                .map(|r| engine::ResourceBinding {
+                    uri: r.uri.clone(),
+                    provenance: (&r.provenance).into(),
+                })
+                .collect(),
+            tools: g
+                .tools
+                .iter()
+                .map(|t| engine::ToolBinding {
+                    tool: t.tool.clone(),
+                    provenance: (&t.provenance).into(),
+                })
+                .collect(),
+            exception_namespaces: self
+                .spec
+                .exceptions
+                .as_ref()
+                .map(|e| e.allowed_namespaces.clone()),
+        }
+    }
+}
+
+impl Agent {
+    pub fn to_engine(&self, default_ns: &str) -> engine::Agent {
+        engine::Agent {
+            key: key_of(self, default_ns),
+            profile: match self.spec.profile {
+                agent::Profile::Strict => engine::Profile::Strict,
+                agent::Profile::Review => engine::Profile::Review,
+                agent::Profile::Explore => engine::Profile::Explore,
+            },
+            description: self.spec.description.clone(),
+        }
+    }
+}
+
+impl Grant {
+    pub fn to_engine(&self, default_ns: &str) -> engine::Grant {
+        engine::Grant {
+            key: key_of(self, default_ns),
+            agent: self.spec.agent.clone(),
+            tools: self.spec.tools.clone(),
+            expected_exceptions: self
+                .spec
+                .expected_exceptions
+                .iter()
+                .map(|e| engine::ExpectedException {
+                    policy: e.policy.clone(),
+                    tool: e.tool.clone(),
+                    resource: e.resource.clone(),
+                    reason: e.reason.clone(),
+                    owner: e.owner.clone(),
+                    expires: e.expires.clone(),
+                })
+                .collect(),
+            provenance: (&self.spec.provenance).into(),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! Policy: what a Deny (or Allow) governs — resource URI globs and tool selectors.
+
+use super::common::*;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(CustomResource, Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[kube(
+    group = "mcpgov.io",
+    version = "v1alpha1",
+    kind = "Policy",
+    plural = "policies",
+    singular = "policy",
+    namespaced,
+    status = "PolicyStatus",
+    shortname = "mcppolicy",
+    category = "mcpgov",
+    doc = "What a Policy governs: resources and tools. Deny always wins; Allow never denies.",
+    printcolumn = r#"{"name": "Effect", "type": "string", "jsonPath": ".spec.effect"}"#,
+    printcolumn = r#"{"name": "Violations", "type": "integer", "jsonPath": ".status.violations"}"#,
+    printcolumn = r#"{"name": "Orphan", "type": "boolean", "jsonPath": ".status.orphan"}"#,
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicySpec {
+    pub effect: Effect,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub governs: Governs,
+    /// Who may declare expected exceptions to this Policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exceptions: Option<ExceptionRules>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Effect {
+    Deny,
+    Allow,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "(has(self.resources) ? size(self.resources) : 0) + (has(self.tools) ? size(self.tools) : 0) > 0",
+    "message": "a Policy must govern at least one resource or tool"
+}]))]
+pub struct Governs {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceBinding>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolBinding>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResourceBinding {
+    /// Resource URI or URI glob (`*` within a path segment, `**` across segments).
+    #[schemars(
+        regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$"),
+        length(max = 2048)
+    )]
+    #[schemars(extend("x-kubernetes-validations" = [{"rule": "!self.contains('***')", "message": "a glob has at most two consecutive stars"}]))]
+    pub uri: String,
+    #[serde(default)]
+    pub provenance: Provenance,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolBinding {
+    /// Tool key or glob: `server::tool`, `namespace/server::tool`, or a bare tool name.
+    #[schemars(regex(
+        pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"
+    ))]
+    pub tool: String,
+    #[serde(default)]
+    pub provenance: Provenance,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExceptionRules {
+    /// Namespaces whose Grants may declare exceptions; `*` for all. Default: the
+    /// Policy's own namespace only.
+    #[schemars(inner(regex(pattern = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")))]
+    pub allowed_namespaces: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyStatus {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Agents that reach this Policy through a granted tool (capped).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reached_by: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub violations: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orphan: Option<bool>,
+}

@@ -1,0 +1,9 @@
+//! mcpgov: a Kubernetes operator that governs which AI agents may call which MCP tools.
+//!
+//! The pure engine lives in the `mcpgov-engine` crate; this crate holds the custom
+//! resource types, manifest loading and validation, and the command line.
+
+pub mod cli;
+pub mod crd;
+pub mod manifest;
+pub mod validate;

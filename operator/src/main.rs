@@ -1,0 +1,6 @@
+//! The `mcpgov` command: offline checks, queries and bundles over manifests, and the
+//! CRD generator.
+
+fn main() -> std::process::ExitCode {
+    mcpgov::cli::run()
+}

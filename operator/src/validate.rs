@@ -1,0 +1,300 @@
+//! Offline validation of a manifest against the same OpenAPI schema the CRDs install,
+//! so `mcpgov check` rejects what `kubectl apply` would: unknown fields (kubectl's strict
+//! field validation), types, required fields, enums, patterns, lengths, ranges, and the
+//! CEL rules (each has a Rust equivalent below; a test fails if one is missing).
+
+use crate::crd::all_crds;
+use regex::Regex;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+struct Schemas {
+    by_kind: HashMap<String, Value>,
+    regexes: HashMap<String, Regex>,
+}
+
+fn schemas() -> &'static Schemas {
+    static S: OnceLock<Schemas> = OnceLock::new();
+    S.get_or_init(|| {
+        let mut by_kind = HashMap::new();
+        let mut regexes = HashMap::new();
+        for crd in all_crds() {
+            let v = serde_json::to_value(&crd.spec.versions[0].schema).expect("schema serialises");
+            let schema = v["openAPIV3Schema"].clone();
+            collect_patterns(&schema, &mut regexes);
+            by_kind.insert(crd.spec.names.kind.clone(), schema);
+        }
+        Schemas { by_kind, regexes }
+    })
+}
+
+fn collect_patterns(schema: &Value, out: &mut HashMap<String, Regex>) {
+    if let Some(p) = schema.get("pattern").and_then(Value::as_str) {
+        out.entry(p.to_string())
+            .or_insert_with(|| Regex::new(p).expect("CRD patterns are valid regexes"));
+    }
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        props.values().for_each(|s| collect_patterns(s, out));
+    }
+    if let Some(items) = schema.get("items") {
+        collect_patterns(items, out);
+    }
+}
+
+/// CEL rules of the CRDs and their offline equivalents.
+fn cel_rule(rule: &str) -> Option<fn(&Value) -> bool> {
+    match rule {
+        "!self.contains('***')" => Some(|v| v.as_str().is_none_or(|s| !s.contains("***"))),
+        r if r.starts_with("(has(self.resources) ? size(self.resources) : 0)") => Some(|v| {
+            let len = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
+            len("resources") + len("tools") > 0
+        }),
+        _ => None,
+    }
+}
+
+/// Problems with `doc` as a `kind` object; `None` when `kind` is not one of ours.
+pub fn validate(kind: &str, doc: &Value) -> Option<Vec<String>> {
+    let s = schemas();
+    let schema = s.by_kind.get(kind)?;
+    let mut problems = Vec::new();
+    let name = doc.pointer("/metadata/name").and_then(Value::as_str);
+    let dns = Regex::new(crate::crd::common::NAME_PATTERN).expect("valid");
+    match name {
+        None => problems.push("metadata.name is required".to_string()),
+        Some(n) if n.len() > 253 || !dns.is_match(n) => problems.push(format!(
+            "metadata.name {n:?} is not a valid Kubernetes name"
+        )),
+        Some(_) => {}
+    }
+    for part in ["spec", "status"] {
+        if let (Some(v), Some(sch)) = (
+            doc.get(part),
+            schema.pointer(&format!("/properties/{part}")),
+        ) {
+            check(v, sch, part, s, &mut problems);
+        }
+    }
+    if doc.get("spec").is_none()
+        && schema
+            .pointer("/required")
+            .is_some_and(|r| r.to_string().contains("spec"))
+    {
+        problems.push("spec is required".to_string());
+    }
+    Some(problems)
+}
+
+fn check(v: &Value, schema: &Value, path: &str, s: &Schemas, out: &mut Vec<String>) {
+    if v.is_null() && schema.get("nullable").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    if schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
+        && schema.get("properties").is_none()
+    {
+        return;
+    }
+    let ty = schema.get("type").and_then(Value::as_str);
+    let type_ok = match ty {
+        Some("object") => v.is_object(),
+        Some("array") => v.is_array(),
+        Some("string") => v.is_string(),
+        Some("integer") => v.as_i64().is_some() || v.as_u64().is_some(),
+        Some("number") => v.is_number(),
+        Some("boolean") => v.is_boolean(),
+        _ => true,
+    };
+    if !type_ok {
+        out.push(format!(
+            "{path}: expected {}, got {}",
+            ty.unwrap_or("?"),
+            short(v)
+        ));
+        return;
+    }
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(v)
+    {
+        let names: Vec<String> = allowed.iter().map(short).collect();
+        out.push(format!(
+            "{path}: {} is not one of {}",
+            short(v),
+            names.join(", ")
+        ));
+    }
+    if let Some(text) = v.as_str() {
+        check_string(text, schema, path, s, out);
+    }
+    if let Some(n) = v.as_f64() {
+        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+            && n < min
+        {
+            out.push(format!("{path}: {n} is below the minimum {min}"));
+        }
+        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+            && n > max
+        {
+            out.push(format!("{path}: {n} is above the maximum {max}"));
+        }
+    }
+    if let Some(items) = v.as_array() {
+        if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+            && (items.len() as u64) < min
+        {
+            out.push(format!("{path}: needs at least {min} item(s)"));
+        }
+        if let Some(item_schema) = schema.get("items") {
+            for (i, item) in items.iter().enumerate() {
+                check(item, item_schema, &format!("{path}[{i}]"), s, out);
+            }
+        }
+    }
+    if let Some(map) = v.as_object() {
+        let props = schema.get("properties").and_then(Value::as_object);
+        for req in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(r) = req.as_str()
+                && !map.contains_key(r)
+            {
+                out.push(format!("{path}.{r} is required"));
+            }
+        }
+        if let Some(props) = props {
+            for (k, val) in map {
+                match props.get(k) {
+                    Some(sch) => check(val, sch, &format!("{path}.{k}"), s, out),
+                    None => out.push(format!("{path}: unknown field {k:?}")),
+                }
+            }
+        }
+    }
+    for rule in schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let text = rule.get("rule").and_then(Value::as_str).unwrap_or_default();
+        let holds = cel_rule(text).is_none_or(|f| f(v));
+        if !holds {
+            let msg = rule.get("message").and_then(Value::as_str).unwrap_or(text);
+            out.push(format!("{path}: {msg}"));
+        }
+    }
+}
+
+fn check_string(text: &str, schema: &Value, path: &str, s: &Schemas, out: &mut Vec<String>) {
+    let len = text.chars().count() as u64;
+    if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+        && len < min
+    {
+        out.push(format!("{path}: must be at least {min} character(s)"));
+    }
+    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+        && len > max
+    {
+        out.push(format!("{path}: must be at most {max} characters"));
+    }
+    if let Some(p) = schema.get("pattern").and_then(Value::as_str)
+        && !s.regexes[p].is_match(text)
+    {
+        out.push(format!("{path}: {text:?} does not match {p}"));
+    }
+    if schema.get("format").and_then(Value::as_str) == Some("date-time")
+        && text.parse::<jiff::Timestamp>().is_err()
+    {
+        out.push(format!("{path}: {text:?} is not an RFC 3339 date-time"));
+    }
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 60 {
+        format!("{}…", &s[..57])
+    } else {
+        s
+    }
+}
+
+/// Every CEL rule in the generated CRDs; a test checks each has an equivalent.
+pub fn cel_rules() -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(rules) = m.get("x-kubernetes-validations").and_then(Value::as_array) {
+                    out.extend(
+                        rules
+                            .iter()
+                            .filter_map(|r| r["rule"].as_str().map(String::from)),
+                    );
+                }
+                m.values().for_each(|x| walk(x, out));
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for schema in schemas().by_kind.values() {
+        walk(schema, &mut out);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_cel_rule_has_an_offline_equivalent() {
+        let rules = cel_rules();
+        assert!(!rules.is_empty());
+        for r in rules {
+            assert!(
+                cel_rule(&r).is_some(),
+                "no offline equivalent for CEL rule {r:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn reports_what_the_apiserver_would_reject() {
+        let doc = json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "Grant",
+            "metadata": {"name": "g"},
+            "spec": {"agent": "Bad_Name", "tools": [], "extra": 1,
+                     "expectedExceptions": [{"policy": "p", "reason": "", "expires": "soon"}]}
+        });
+        let p = validate("Grant", &doc).unwrap();
+        let joined = p.join("\n");
+        for needle in [
+            "spec.agent",
+            "spec.tools: needs at least 1",
+            "unknown field \"extra\"",
+            "reason: must be at least 1",
+            "not an RFC 3339",
+        ] {
+            assert!(joined.contains(needle), "missing {needle:?} in {joined}");
+        }
+    }
+
+    #[test]
+    fn accepts_a_valid_policy_and_rejects_an_empty_one() {
+        let ok = json!({"metadata": {"name": "p"}, "spec": {"effect": "Deny",
+            "governs": {"resources": [{"uri": "file:///**/*.env"}]}}});
+        assert_eq!(validate("Policy", &ok).unwrap(), Vec::<String>::new());
+        let empty = json!({"metadata": {"name": "p"}, "spec": {"effect": "Block", "governs": {}}});
+        let p = validate("Policy", &empty).unwrap().join("\n");
+        assert!(p.contains("at least one resource or tool"), "{p}");
+        assert!(p.contains("not one of"), "{p}");
+    }
+}
