@@ -25,8 +25,10 @@ log() { printf '[build-control-plane] %s\n' "$*" >&2; }
 # Is the cached binary there and of the pinned version? Asking the binary
 # itself (rather than trusting a stamp file) also proves the -X ldflags took.
 have_apiserver() { [[ -x "$BIN/kube-apiserver" ]] && [[ "$("$BIN/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $KUBE_VERSION" ]]; }
-have_kubectl()   { [[ -x "$BIN/kubectl" ]] && "$BIN/kubectl" version --client 2>/dev/null | grep -qx "Client Version: $KUBE_VERSION"; }
-have_etcd()      { [[ -x "$BIN/etcd" ]] && "$BIN/etcd" --version 2>/dev/null | grep -qx "etcd Version: ${ETCD_VERSION#v}"; }
+# (Output is captured, not piped into grep -q: with pipefail an early-exiting
+# grep would turn the writer's SIGPIPE into a failure.)
+have_kubectl()   { [[ -x "$BIN/kubectl" ]] && grep -qx "Client Version: $KUBE_VERSION" <<<"$("$BIN/kubectl" version --client 2>/dev/null)"; }
+have_etcd()      { [[ -x "$BIN/etcd" ]] && grep -qx "etcd Version: ${ETCD_VERSION#v}" <<<"$("$BIN/etcd" --version 2>/dev/null)"; }
 
 write_versions() {
   # Sourceable record of what bin/ holds, for tests and the demo.

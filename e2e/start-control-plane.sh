@@ -171,7 +171,8 @@ fail() {
   log "error: $*"
   log "--- tail of $STATE/etcd.log";           tail -n 15 etcd.log >&2 || true
   log "--- tail of $STATE/kube-apiserver.log"; tail -n 40 kube-apiserver.log >&2 || true
-  "$HERE/stop-control-plane.sh" "$STATE" || true
+  # Stop both but keep the logs: the next start (or stop) cleans up.
+  MCPGOV_KEEP_STATE=1 "$HERE/stop-control-plane.sh" "$STATE" || true
   exit 1
 }
 started=$SECONDS

@@ -3,6 +3,7 @@
 # remove its state (certs, kubeconfig, logs, etcd data). Safe to run twice.
 #
 # Usage: e2e/stop-control-plane.sh [STATE_DIR]   (same default as start)
+# MCPGOV_KEEP_STATE=1 stops the processes but keeps STATE_DIR (logs) around.
 set -euo pipefail
 
 STATE="${1:-${MCPGOV_E2E_DIR:-/tmp/mcpgov-e2e}}"
@@ -45,5 +46,10 @@ data="$(cat "$STATE/etcd-data-dir" 2>/dev/null || true)"
 if [[ -n "$data" && "$(basename "$data")" == mcpgov-etcd.* ]]; then
   rm -rf "$data"
 fi
-rm -rf "$STATE"
-log "removed $STATE"
+if [[ "${MCPGOV_KEEP_STATE:-0}" == 1 ]]; then
+  rm -f "$STATE"/*.pid
+  log "kept $STATE (logs, certs) for inspection"
+else
+  rm -rf "$STATE"
+  log "removed $STATE"
+fi

@@ -15,7 +15,7 @@
 //! product automaton) with a shortest witness string.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
@@ -523,6 +523,316 @@ impl UriPattern {
     }
 }
 
+// ---- language inclusion ----
+
+/// Per-state epsilon closures of one pattern (state lists, ascending) and
+/// whether each closure holds the accepting state.
+struct Closures {
+    of: Vec<Vec<u32>>,
+    accepting: Vec<bool>,
+}
+
+/// On-the-fly subset construction of one pattern's NFA over a finite
+/// alphabet of representative characters. Subsets are epsilon-closed
+/// bitsets, interned to dense ids; transitions are memoised.
+struct SubsetDfa<'p> {
+    pattern: &'p UriPattern,
+    reps: &'p [char],
+    /// `u64` words per subset.
+    words: usize,
+    /// Subset `s` is `sets[s * words..(s + 1) * words]`.
+    sets: Vec<u64>,
+    ids: HashMap<Box<[u64]>, u32>,
+    /// `trans[s * reps.len() + c]`, `UNKNOWN` until computed.
+    trans: Vec<u32>,
+    accepting: Vec<bool>,
+    /// The subset accepts every continuation (see `sink`).
+    universal: Vec<bool>,
+    /// States with a `**` self-loop whose closure accepts: a subset holding
+    /// one keeps it (and acceptance) after any character.
+    sink: Box<[u64]>,
+}
+
+/// Marks a transition of [`SubsetDfa`] not computed yet.
+const UNKNOWN: u32 = u32::MAX;
+
+impl<'p> SubsetDfa<'p> {
+    fn new(pattern: &'p UriPattern, reps: &'p [char]) -> Self {
+        let n = pattern.states.len();
+        let words = (n + 1).div_ceil(64);
+        let mut sink = vec![0u64; words].into_boxed_slice();
+        let closures = pattern.closures();
+        for (k, s) in pattern.states.iter().enumerate() {
+            if s.lp == Loop::Any && closures.accepting[k] {
+                StateSet(&mut sink).insert(k);
+            }
+        }
+        SubsetDfa {
+            pattern,
+            reps,
+            words,
+            sets: Vec::new(),
+            ids: HashMap::new(),
+            trans: Vec::new(),
+            accepting: Vec::new(),
+            universal: Vec::new(),
+            sink,
+        }
+    }
+
+    fn intern(&mut self, set: &[u64]) -> u32 {
+        if let Some(&id) = self.ids.get(set) {
+            return id;
+        }
+        let id = u32::try_from(self.accepting.len()).expect("too many subsets");
+        let n = self.pattern.states.len();
+        self.accepting.push((set[n / 64] >> (n % 64)) & 1 == 1);
+        self.universal
+            .push(set.iter().zip(&self.sink).any(|(w, m)| w & m != 0));
+        self.sets.extend_from_slice(set);
+        self.trans
+            .extend(std::iter::repeat_n(UNKNOWN, self.reps.len()));
+        self.ids.insert(set.into(), id);
+        id
+    }
+
+    /// True if subset `s` ⊆ subset `t`.
+    fn is_subset(&self, s: u32, t: u32) -> bool {
+        let w = self.words;
+        let (s, t) = (s as usize * w, t as usize * w);
+        self.sets[s..s + w]
+            .iter()
+            .zip(&self.sets[t..t + w])
+            .all(|(x, y)| x & !y == 0)
+    }
+
+    /// The closure of the start state.
+    fn start(&mut self) -> u32 {
+        let mut set = vec![0u64; self.words];
+        self.pattern.insert_closed(&mut StateSet(&mut set), 0);
+        self.intern(&set)
+    }
+
+    /// The subset reached from subset `s` on `self.reps[ci]`.
+    fn step(&mut self, s: u32, ci: usize) -> u32 {
+        let slot = s as usize * self.reps.len() + ci;
+        if self.trans[slot] != UNKNOWN {
+            return self.trans[slot];
+        }
+        let c = self.reps[ci];
+        let w = self.words;
+        let from = &self.sets[s as usize * w..(s as usize + 1) * w];
+        let mut next = vec![0u64; w];
+        let mut set = StateSet(&mut next);
+        for (k, st) in self.pattern.states.iter().enumerate() {
+            if (from[k / 64] >> (k % 64)) & 1 == 0 {
+                continue;
+            }
+            if st.loops_on(c) {
+                self.pattern.insert_closed(&mut set, k);
+            }
+            if st.advance == Some(c) {
+                self.pattern.insert_closed(&mut set, k + 1);
+            }
+        }
+        let t = self.intern(&next);
+        self.trans[slot] = t;
+        t
+    }
+}
+
+/// The alphabet the inclusion search steps on: every literal of the given
+/// patterns, `/`, and one character that is neither. Characters outside
+/// this set take exactly the same transitions as that last one in every
+/// automaton involved (only `NotSlash` and `Any` accept them), so
+/// exploring the representatives alone is exact.
+fn representatives(patterns: &[&UriPattern]) -> Vec<char> {
+    let mut reps: Vec<char> = patterns
+        .iter()
+        .flat_map(|p| p.states.iter().filter_map(|s| s.advance))
+        .chain(['/'])
+        .collect();
+    reps.sort_unstable();
+    reps.dedup();
+    let other = ['x', 'y', 'z']
+        .into_iter()
+        .chain((0x21..=0x10FFFF).filter_map(char::from_u32))
+        .find(|c| *c != '*' && reps.binary_search(c).is_err())
+        .expect("finitely many literals");
+    reps.push(other);
+    reps
+}
+
+impl UriPattern {
+    /// True iff every string matching both `a` and `b` also matches `self`
+    /// (L(a) ∩ L(b) ⊆ L(self)). Exact. Vacuously true when `a` and `b` do
+    /// not overlap.
+    pub fn includes_intersection(&self, a: &UriPattern, b: &UriPattern) -> bool {
+        self.inclusion_counterexample(a, Some(b)).is_none()
+    }
+
+    /// True iff every string matching `other` also matches `self`
+    /// (L(other) ⊆ L(self)). Exact.
+    pub fn includes(&self, other: &UriPattern) -> bool {
+        self.inclusion_counterexample(other, None).is_none()
+    }
+
+    /// A shortest string matched by `a` and by `b` (when given) but not by
+    /// `self`, or `None` if there is none, i.e. the inclusion holds.
+    fn inclusion_counterexample(&self, a: &UriPattern, b: Option<&UriPattern>) -> Option<String> {
+        let b = b.filter(|b| *b != a);
+        if self == a || b.is_some_and(|b| self == b) {
+            return None;
+        }
+        match b {
+            Some(b) => {
+                // A shortest common string is a shortest counterexample if
+                // `self` rejects it; with a literal side it is the only
+                // common string.
+                let w = a.overlap(b)?;
+                if !self.matches(&w) {
+                    return Some(w);
+                }
+                if a.is_literal() || b.is_literal() {
+                    return None;
+                }
+            }
+            None if a.is_literal() => {
+                return (!self.matches(&a.src)).then(|| a.src.to_string());
+            }
+            None => {}
+        }
+        self.inclusion_search(a, b)
+    }
+
+    /// BFS over triples (state of `a`, state of `b`, epsilon-closed subset
+    /// of `self`'s states); `a` and `b` stay nondeterministic, `self` is
+    /// determinised on the fly. Without `b` its component stays 0 and
+    /// counts as accepting. A triple where `a` and `b` accept and the
+    /// subset does not spells a counterexample; BFS makes it a shortest one.
+    ///
+    /// Antichain pruning: a triple is skipped when one with the same `a`
+    /// and `b` states and a subset of its `self` states was reached
+    /// already. Fewer `self` states accept less, so whatever counterexample
+    /// the skipped triple leads to, the earlier one leads to one no longer;
+    /// the search stays exact and shortest. This tames the exponential
+    /// subset blow-up in common cases; the worst case stays exponential
+    /// (inclusion between such patterns is intractable in general).
+    fn inclusion_search(&self, a: &UriPattern, b: Option<&UriPattern>) -> Option<String> {
+        let mut pats = vec![self, a];
+        pats.extend(b);
+        let reps = representatives(&pats);
+        let mut dfa = SubsetDfa::new(self, &reps);
+        let start = dfa.start();
+        if dfa.universal[start as usize] {
+            return None;
+        }
+        let ca = a.closures();
+        let cb = b.map(UriPattern::closures);
+        let bad = |(i, j, s): (u32, u32, u32), dfa: &SubsetDfa<'_>| {
+            ca.accepting[i as usize]
+                && cb.as_ref().is_none_or(|cb| cb.accepting[j as usize])
+                && !dfa.accepting[s as usize]
+        };
+
+        // Nodes in BFS order; `nodes[head..]` is the queue.
+        let mut nodes: Vec<(u32, u32, u32)> = vec![(0, 0, start)];
+        let mut parent: Vec<u32> = vec![0];
+        let mut via: Vec<char> = vec!['\0'];
+        // Per pair of `a`/`b` states, the subsets seen there, kept
+        // ⊆-minimal (an antichain).
+        let mut seen: HashMap<(u32, u32), Vec<u32>> = HashMap::from([((0, 0), vec![start])]);
+        let mut found = bad(nodes[0], &dfa).then_some(0);
+        let (mut next_a, mut next_b) = (Vec::new(), vec![0]);
+        let mut head = 0;
+        'bfs: while found.is_none() && head < nodes.len() {
+            let (i, j, s) = nodes[head];
+            for (ci, &c) in reps.iter().enumerate() {
+                a.successors(&ca.of[i as usize], c, &mut next_a);
+                if next_a.is_empty() {
+                    continue;
+                }
+                if let (Some(b), Some(cb)) = (b, &cb) {
+                    b.successors(&cb.of[j as usize], c, &mut next_b);
+                    if next_b.is_empty() {
+                        continue;
+                    }
+                }
+                let t = dfa.step(s, ci);
+                if dfa.universal[t as usize] {
+                    continue;
+                }
+                for &i2 in &next_a {
+                    for &j2 in &next_b {
+                        let key = (i2, j2, t);
+                        let chain = seen.entry((i2, j2)).or_default();
+                        if chain.iter().any(|&old| dfa.is_subset(old, t)) {
+                            continue;
+                        }
+                        chain.retain(|&old| !dfa.is_subset(t, old));
+                        chain.push(t);
+                        let id = u32::try_from(nodes.len()).expect("search too large");
+                        nodes.push(key);
+                        parent.push(head as u32);
+                        via.push(c);
+                        if bad(key, &dfa) {
+                            found = Some(id);
+                            break 'bfs;
+                        }
+                    }
+                }
+            }
+            head += 1;
+        }
+        let mut at = found?;
+        let mut witness = Vec::new();
+        while at != 0 {
+            witness.push(via[at as usize]);
+            at = parent[at as usize];
+        }
+        Some(witness.iter().rev().collect())
+    }
+
+    fn closures(&self) -> Closures {
+        let n = self.states.len();
+        let mut buf = vec![0u64; (n + 1).div_ceil(64)];
+        let mut of = Vec::with_capacity(n + 1);
+        let mut accepting = Vec::with_capacity(n + 1);
+        for i in 0..=n {
+            let mut set = StateSet(&mut buf);
+            set.clear();
+            self.insert_closed(&mut set, i);
+            // Epsilon moves only go forward.
+            of.push(
+                (i..=n)
+                    .filter(|&k| set.contains(k))
+                    .map(|k| k as u32)
+                    .collect(),
+            );
+            accepting.push(set.contains(n));
+        }
+        Closures { of, accepting }
+    }
+
+    /// States reached on `c` from the states in `closure`, sorted and
+    /// deduplicated, into `out`.
+    fn successors(&self, closure: &[u32], c: char, out: &mut Vec<u32>) {
+        out.clear();
+        for &k in closure {
+            let Some(s) = self.states.get(k as usize) else {
+                continue;
+            };
+            for (class, off) in s.transitions() {
+                if class.accepts(c) {
+                    out.push(k + off as u32);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -818,12 +1128,11 @@ mod tests {
 
     const TOKENS: [&str; 5] = ["a", "b", "/", "*", "**"];
 
-    /// Every valid pattern of 1..=3 tokens, checked pairwise exhaustively.
-    #[test]
-    fn exhaustive_small_patterns_against_reference() {
+    /// Every valid pattern of 1..=`max_tokens` tokens, deduplicated.
+    fn small_cases(max_tokens: usize) -> Vec<Case> {
         let mut globs = Vec::new();
         let mut layer = vec![String::new()];
-        for _ in 0..3 {
+        for _ in 0..max_tokens {
             layer = layer
                 .iter()
                 .flat_map(|s| TOKENS.map(|t| format!("{s}{t}")))
@@ -833,13 +1142,155 @@ mod tests {
         globs.sort();
         globs.dedup();
         globs.retain(|g| validate_glob(g).is_ok());
-        let cases: Vec<Case> = globs.iter().map(|g| case(g)).collect();
+        globs.iter().map(|g| case(g)).collect()
+    }
+
+    /// Every valid pattern of 1..=3 tokens, checked pairwise exhaustively.
+    #[test]
+    fn exhaustive_small_patterns_against_reference() {
+        let cases = small_cases(3);
         for x in &cases {
             check_matches(x).unwrap();
         }
         for (k, x) in cases.iter().enumerate() {
             for y in &cases[k..] {
                 check_pair(x, y).unwrap();
+            }
+        }
+    }
+
+    /// Checks `s ⊇ a ∩ b` (or `s ⊇ a` without `b`) against the universe:
+    /// a "yes" must have no enumerated counterexample; a "no" must come with
+    /// a counterexample the reference regexes confirm, no longer than the
+    /// shortest enumerated one (the search is breadth-first).
+    fn check_inclusion(s: &Case, a: &Case, b: Option<&Case>) -> Result<(), String> {
+        let label = format!(
+            "{:?} ⊇ {:?} ∩ {:?}",
+            s.pattern.as_str(),
+            a.pattern.as_str(),
+            b.map(|b| b.pattern.as_str())
+        );
+        let reference = universe()
+            .iter()
+            .enumerate()
+            .find(|&(k, _)| a.set[k] && b.is_none_or(|b| b.set[k]) && !s.set[k])
+            .map(|(_, w)| w);
+        let got = s
+            .pattern
+            .inclusion_counterexample(&a.pattern, b.map(|b| &b.pattern));
+        let public = match b {
+            Some(b) => s.pattern.includes_intersection(&a.pattern, &b.pattern),
+            None => s.pattern.includes(&a.pattern),
+        };
+        if public != got.is_none() {
+            return Err(format!("{label}: public answer {public} vs {got:?}"));
+        }
+        match (got, reference) {
+            (None, Some(w)) => Err(format!("{label}: missed counterexample {w:?}")),
+            (Some(w), _)
+                if !a.re.is_match(&w)
+                    || b.is_some_and(|b| !b.re.is_match(&w))
+                    || s.re.is_match(&w) =>
+            {
+                Err(format!("{label}: bad counterexample {w:?}"))
+            }
+            (Some(w), Some(r)) if w.chars().count() > r.len() => {
+                Err(format!("{label}: counterexample {w:?} longer than {r:?}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    #[test]
+    fn inclusion_examples() {
+        let incl = |s: &str, o: &str| pat(s).includes(&pat(o));
+        assert!(incl("file:///a/**", "file:///a/*"));
+        assert!(incl("file:///a/**", "file:///a/b/c"));
+        assert!(incl("file:///a/**", "file:///a/**/x.env"));
+        assert!(!incl("file:///a/**", "file:///a**"));
+        assert!(incl("/a/**/b", "/a/*/b"));
+        assert!(!incl("/a/*/b", "/a/**/b"));
+        assert!(incl("**/b", "/**/b"));
+        assert!(incl("**", "*"));
+        assert!(!incl("*", "**"));
+        assert!(incl("x", "x"));
+        assert!(!incl("x", "y"));
+        assert!(incl(
+            "https://*.example.com/**",
+            "https://api.example.com/v1/x"
+        ));
+        assert!(!incl(
+            "https://*.example.com/**",
+            "https://a.b.example.com**"
+        ));
+
+        let cx = |s: &str, a: &str, b: Option<&str>| {
+            let b = b.map(pat);
+            pat(s).inclusion_counterexample(&pat(a), b.as_ref())
+        };
+        assert_eq!(cx("/a/*/b", "/a/**/b", None).as_deref(), Some("/a/b"));
+        assert_eq!(cx("*", "**", None).as_deref(), Some("/"));
+        assert_eq!(cx("a*", "a**", None).as_deref(), Some("a/"));
+
+        let meet = |s: &str, a: &str, b: &str| pat(s).includes_intersection(&pat(a), &pat(b));
+        assert!(meet("file:///a/*.env", "file:///a/*", "**.env"));
+        assert!(!meet("file:///a/*.env", "file:///a/**", "**.env"));
+        assert!(meet("file:///a/**/secret", "file:///a/**", "**/secret"));
+        assert!(!meet("file:///a/*/secret", "file:///a/**", "**/secret"));
+        // Disjoint: vacuously true.
+        assert!(meet("z", "x*", "y*"));
+        // Literal on one side: the intersection is that literal or nothing.
+        assert!(meet("file:///a/b", "file:///a/*", "file:///a/b"));
+        assert!(!meet("file:///a/c", "file:///a/*", "file:///a/b"));
+        assert!(meet("file:///a/c", "file:///b/*", "file:///a/b"));
+        assert_eq!(
+            cx("file:///a/*.env", "file:///a/**", Some("**.env")).as_deref(),
+            Some("file:///a//.env")
+        );
+        // Characters outside every pattern are covered by a representative.
+        assert_eq!(cx("**a**", "**", Some("**b")).as_deref(), Some("b"));
+        assert_eq!(cx("*a*", "*", None).as_deref(), Some(""));
+        assert_eq!(cx("**/", "*", None).as_deref(), Some("x"));
+        assert_eq!(cx("*/*", "**", Some("*")).as_deref(), Some(""));
+        assert_eq!(cx("*", "xyz*", Some("*xy")), None);
+    }
+
+    #[test]
+    fn inclusion_is_fast_on_long_patterns() {
+        let s = pat(&format!("file:///{}b", "*a*/".repeat(30)));
+        let o = pat(&format!("file:///{}b", "a/".repeat(30)));
+        assert!(s.includes(&o));
+        assert!(!o.includes(&s));
+        let t = pat(&format!("file:///{}**", "**a**/".repeat(30)));
+        assert!(t.includes(&s));
+        assert!(!s.includes(&t));
+        let many = pat(&"*a".repeat(40));
+        assert!(pat(&"*a".repeat(20)).includes(&many));
+        assert!(!many.includes(&pat(&"*a".repeat(20))));
+        assert!(pat("**").includes(&many));
+        // 2^20 subsets of `deep` are reachable; antichain pruning skips them.
+        let deep = pat(&format!("**a{}", "*/".repeat(20)));
+        let twice = pat(&format!("**a*/**a{}", "*/".repeat(20)));
+        assert!(deep.includes(&twice));
+        assert!(!twice.includes(&deep));
+    }
+
+    /// All ordered pairs of patterns of 1..=3 tokens for `includes`, all
+    /// triples of 1..=2 tokens for `includes_intersection`.
+    #[test]
+    fn inclusion_exhaustive_against_reference() {
+        let cases = small_cases(3);
+        for s in &cases {
+            for a in &cases {
+                check_inclusion(s, a, None).unwrap();
+            }
+        }
+        let cases = small_cases(2);
+        for s in &cases {
+            for a in &cases {
+                for b in &cases {
+                    check_inclusion(s, a, Some(b)).unwrap();
+                }
             }
         }
     }
@@ -865,6 +1316,27 @@ mod tests {
         fn name_matches_agrees_with_regex(p in "[ab*]{0,6}", n in "[ab]{0,8}") {
             let re = format!("^{}$", p.replace('*', ".*"));
             prop_assert_eq!(name_matches(&p, &n), Regex::new(&re).unwrap().is_match(&n));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn inclusion_agrees_with_reference(
+            s in glob_strategy(),
+            a in glob_strategy(),
+            b in glob_strategy(),
+        ) {
+            let (s, a, b) = (case(&s), case(&a), case(&b));
+            for (x, y) in [(&a, &b), (&b, &a)] {
+                let r = check_inclusion(&s, x, Some(y));
+                prop_assert!(r.is_ok(), "{:?}", r);
+            }
+            for x in [&a, &b] {
+                let r = check_inclusion(&s, x, None);
+                prop_assert!(r.is_ok(), "{:?}", r);
+            }
         }
     }
 }

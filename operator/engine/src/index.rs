@@ -318,35 +318,33 @@ impl Engine {
         policy_ns == tool_ns || policy_ns == self.config.governance_namespace
     }
 
-    /// Agents that can call tools of servers in `namespace` or shared by `server`.
-    fn agents_seeing(&self, server: Option<&Server>, namespace: &str) -> BTreeSet<ObjKey> {
-        self.grants
-            .values()
-            .filter(|g| {
-                let ns = g.input.key.namespace.as_str();
-                ns == namespace || server.is_some_and(|s| s.sharing.allows(ns))
-            })
-            .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+    /// Every agent (existing, or named by a Grant) whose namespace passes `keep`.
+    fn agents_where(&self, keep: impl Fn(&str) -> bool) -> BTreeSet<ObjKey> {
+        self.agents
+            .keys()
+            .chain(self.grants_by_agent.keys())
+            .filter(|k| keep(&k.namespace))
+            .cloned()
             .collect()
     }
 
+    /// Agents that see `server`: its namespace's and those it shares with.
+    fn agents_seeing(&self, server: Option<&Server>, namespace: &str) -> BTreeSet<ObjKey> {
+        self.agents_where(|ns| ns == namespace || server.is_some_and(|s| s.sharing.allows(ns)))
+    }
+
+    /// Agents that see a server a Policy in `policy_ns` governs.
     fn agents_under_policy(&self, policy_ns: &str) -> BTreeSet<ObjKey> {
         if policy_ns == self.config.governance_namespace {
-            self.grants_by_agent.keys().cloned().collect()
-        } else {
-            // A Grant in another namespace may reach this namespace's shared servers.
-            self.grants
-                .values()
-                .filter(|g| {
-                    g.input.key.namespace == policy_ns
-                        || self.servers.values().any(|s| {
-                            s.input.key.namespace == policy_ns
-                                && s.input.sharing.allows(&g.input.key.namespace)
-                        })
-                })
-                .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
-                .collect()
+            return self.agents_where(|_| true);
         }
+        let sharing: Vec<&Sharing> = self
+            .servers
+            .values()
+            .filter(|s| s.input.key.namespace == policy_ns)
+            .map(|s| &s.input.sharing)
+            .collect();
+        self.agents_where(|ns| ns == policy_ns || sharing.iter().any(|s| s.allows(ns)))
     }
 
     /// Agents a change to this object (old or new form) can affect.

@@ -2,6 +2,7 @@
 //! reads and writes. Reach does not depend on the agent, so it is computed once per tool
 //! and shared; only the classification (violation or exception) is per agent.
 
+use crate::glob::UriPattern;
 use crate::index::{CException, Engine};
 use crate::key::ToolId;
 use crate::model::*;
@@ -26,6 +27,8 @@ pub struct PolicyPath {
     /// The Policy's binding (resource pattern or tool selector) that matched.
     pub binding: String,
     pub policy_provenance: Provenance,
+    /// Compiled data-access and Policy resource patterns of a resource path.
+    pub(crate) patterns: Option<(UriPattern, UriPattern)>,
 }
 
 /// Everything about one tool that is the same for every agent.
@@ -80,6 +83,7 @@ impl Engine {
                         access: None,
                         binding: sel.raw.clone(),
                         policy_provenance: prov.clone(),
+                        patterns: None,
                     });
                 }
             }
@@ -96,6 +100,7 @@ impl Engine {
                             }),
                             binding: pattern.as_str().to_string(),
                             policy_provenance: prov.clone(),
+                            patterns: Some((a.pattern.clone(), pattern.clone())),
                         });
                     }
                 }
@@ -156,14 +161,13 @@ pub(crate) fn exception_covers(
     {
         return false;
     }
-    match (&e.resource, &path.access) {
+    match (&e.resource, &path.patterns) {
         (None, _) => true,
         // An exception naming a resource does not excuse a direct tool binding.
         (Some(_), None) => false,
-        (Some(pattern), Some(access)) => {
-            pattern.as_str() == access.resource
-                || pattern.as_str() == path.binding
-                || pattern.matches(&access.resource)
+        // Every URI both the tool touches and the Policy governs must be excused.
+        (Some(excused), Some((access, governed))) => {
+            excused.includes_intersection(access, governed)
         }
     }
 }

@@ -1,0 +1,218 @@
+//! Golden tests of the `mcpgov` binary on the shipped examples, and exit codes on bad
+//! input. Regenerate the goldens with `MCPGOV_BLESS=1 cargo test -p mcpgov --test
+//! cli_examples` and review the diff.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const NOW: &str = "2026-11-29T00:00:00Z";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn mcpgov(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mcpgov"))
+        .args(args)
+        .args(["--now", NOW])
+        .current_dir(root())
+        .output()
+        .expect("mcpgov runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = root().join("operator/tests/golden").join(name);
+    if std::env::var_os("MCPGOV_BLESS").is_some() {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("missing golden {}; run with MCPGOV_BLESS=1", path.display()));
+    assert!(
+        expected == actual,
+        "{name} differs from its golden; run with MCPGOV_BLESS=1 and review the diff\n--- actual:\n{actual}"
+    );
+}
+
+fn check_json(example: &str) -> Value {
+    let o = mcpgov(&["check", "-o", "json", "-f", &format!("examples/{example}")]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    golden(&format!("{example}.check.json"), &stdout(&o));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn findings<'a>(report: &'a Value, kind: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == kind)
+        .collect()
+}
+
+#[test]
+fn quickstart_has_one_violation_under_strict() {
+    let r = check_json("quickstart");
+    let v = findings(&r, "Violation");
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0]["agent"], "quickstart/vibe-coder");
+    assert_eq!(v[0]["tool"], "quickstart/policy-gateway::publish_note");
+    assert_eq!(v[0]["resource"], "file:///demo/drafts");
+    assert_eq!(r["summary"]["violations"], 1);
+}
+
+#[test]
+fn cross_server_ci_bot_reaches_the_secret_through_git_show() {
+    let r = check_json("cross-server");
+    let v = findings(&r, "Violation");
+    let ci: Vec<_> = v.iter().filter(|f| f["agent"] == "ci/ci-bot").collect();
+    assert_eq!(ci.len(), 1);
+    assert_eq!(ci[0]["tool"], "ci/git::git_show");
+    assert_eq!(ci[0]["policy"], "ci/secrets-deny");
+    // ops-agent declared its reach: exceptions, not violations.
+    assert!(v.iter().all(|f| f["agent"] != "ci/ops-agent"));
+    assert!(!findings(&r, "Exception").is_empty());
+}
+
+#[test]
+fn multi_tenant_team_exception_does_not_excuse_a_platform_deny() {
+    let r = check_json("multi-tenant");
+    let v = findings(&r, "Violation");
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0]["policy"], "mcpgov-system/no-customer-pii");
+    let reasons: Vec<&str> = findings(&r, "Unresolved")
+        .iter()
+        .map(|f| f["reason"].as_str().unwrap())
+        .collect();
+    assert!(reasons.contains(&"ExceptionNotAllowed"), "{reasons:?}");
+    assert!(reasons.contains(&"CrossNamespaceDenied"), "{reasons:?}");
+}
+
+#[test]
+fn fail_on_gates_exit_one_and_print_the_report() {
+    let o = mcpgov(&[
+        "check",
+        "--fail-on",
+        "violation",
+        "-f",
+        "examples/quickstart",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("DenyViolation"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--fail-on violation"));
+    let o = mcpgov(&["check", "--fail-on", "drift", "-f", "examples/quickstart"]);
+    assert_eq!(o.status.code(), Some(0));
+}
+
+#[test]
+fn bundles_are_golden_and_hash_to_what_stderr_says() {
+    for (example, agent) in [
+        ("quickstart", "vibe-coder"),
+        ("cross-server", "ci/ci-bot"),
+        ("cross-server", "ci/ops-agent"),
+        ("multi-tenant", "report-bot"),
+    ] {
+        let o = mcpgov(&["bundle", agent, "-f", &format!("examples/{example}")]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let file = format!("{example}.{}.bundle.json", agent.replace('/', "."));
+        golden(&file, &stdout(&o));
+        let digest = mcpgov_engine::canonical::sha256_hex(&o.stdout);
+        assert!(String::from_utf8_lossy(&o.stderr).contains(&digest));
+    }
+}
+
+#[test]
+fn queries_answer_like_toolgraph() {
+    let o = mcpgov(&[
+        "query",
+        "unsafe-tools",
+        "ci-bot",
+        "-f",
+        "examples/cross-server",
+    ]);
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows["rows"].as_array().unwrap().len(), 1);
+
+    let o = mcpgov(&[
+        "query",
+        "check-access",
+        "ci-bot",
+        "read_file",
+        "-f",
+        "examples/cross-server",
+    ]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["verdict"], "NOT_GRANTED");
+
+    let o = mcpgov(&[
+        "query",
+        "unsafe-tools",
+        "ghost",
+        "-f",
+        "examples/cross-server",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("AGENT_NOT_FOUND"));
+
+    let o = mcpgov(&[
+        "query",
+        "blast-radius",
+        "file:///srv/app/.env",
+        "-f",
+        "examples/cross-server",
+    ]);
+    golden("cross-server.blast-radius.json", &stdout(&o));
+    let o = mcpgov(&["query", "audit-report", "-f", "examples/cross-server"]);
+    golden("cross-server.audit-report.json", &stdout(&o));
+    let o = mcpgov(&[
+        "query",
+        "eligible-tools",
+        "vibe-coder",
+        "--profile",
+        "review",
+        "-f",
+        "examples/quickstart",
+    ]);
+    golden("quickstart.eligible-review.json", &stdout(&o));
+}
+
+#[test]
+fn bad_manifests_exit_two_naming_the_file_and_object() {
+    for (file, needle) in [
+        (
+            "missing-field.yaml",
+            "Grant team-a/no-agent: spec.agent is required",
+        ),
+        ("bad-enum.yaml", "Policy team-a/block-all: spec.effect"),
+        ("bad-uri.yaml", "MCPServer team-a/fs: spec.endpoint.url"),
+        ("bad-yaml.yaml", "not valid YAML"),
+        ("unknown-kind.yaml", "unknown kind \"Agnet\""),
+        ("bad-glob.yaml", "at most two consecutive stars"),
+        ("unknown-field.yaml", "unknown field \"expectedException\""),
+        ("duplicate.yaml", "Agent team-a/twice is also defined"),
+    ] {
+        let path = format!("operator/tests/fixtures/bad/{file}");
+        let o = mcpgov(&["check", "-f", &path]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{file}: {err}");
+        assert!(err.contains(&path) && err.contains(needle), "{file}: {err}");
+        assert!(o.stdout.is_empty(), "{file}: results must not be printed");
+    }
+    let o = mcpgov(&["check", "-f", "does/not/exist.yaml"]);
+    assert_eq!(o.status.code(), Some(2));
+}
