@@ -22,7 +22,12 @@ command -v openssl >/dev/null || die "openssl is required (to make the CA, servi
 
 # True if the pid in file $1 is alive and runs binary $2 (a recycled pid
 # belonging to something else must not count, nor be killed by stop).
-alive() { local pid; pid="$(cat "$1" 2>/dev/null)" || return 1; [[ -n "$pid" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$2"; }
+alive() {
+  local pid cmd
+  pid="$(cat "$1" 2>/dev/null)" && [[ -n "$pid" ]] || return 1
+  cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 1
+  [[ "$cmd" == *"$2"* ]]
+}
 
 print_hint() {
   log "control plane ready: $(sed -n 's/^export MCPGOV_APISERVER_URL=//p' "$STATE/env")"

@@ -26,7 +26,9 @@ stop_proc() {
   local name="$1" pid
   pid="$(cat "$STATE/$name.pid" 2>/dev/null)" || return 0
   [[ -n "$pid" ]] || return 0
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$name" || return 0
+  local cmd
+  cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 0   # already gone
+  [[ "$cmd" == *"$name"* ]] || return 0
   kill -TERM "$pid" 2>/dev/null || return 0
   local i
   for i in $(seq 100); do

@@ -1,20 +1,72 @@
 #!/usr/bin/env bash
-# The local demo: build mcpgov and run the offline governance check on every example,
-# then show the evidence and the bundle for the quickstart agent.
+# The local demo: a real kube-apiserver + etcd on loopback (built once, cached), the
+# CRDs, the operator as a local process, and every example applied. Prints what
+# `kubectl get mcpgov -A` shows and the evidence of an Agent's violation.
+# MCPGOV_DEMO_KEEP=1 leaves everything running (stop: e2e/stop-control-plane.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${MCPGOV_CACHE:-$HOME/.cache/mcpgov}/target}"
+export MCPGOV_E2E_DIR="${MCPGOV_E2E_DIR:-/tmp/mcpgov-demo}"
+say() { printf '\n== %s\n' "$*"; }
+
+say "building mcpgov"
 cargo build --locked -q -p mcpgov
 mcpgov="$CARGO_TARGET_DIR/debug/mcpgov"
 
+say "offline check of the examples (no cluster needed)"
 for ex in quickstart cross-server multi-tenant; do
-  echo "== mcpgov check -f examples/$ex"
-  "$mcpgov" check -f "examples/$ex" || true
-  echo
+  echo "-- examples/$ex"
+  "$mcpgov" check -f "examples/$ex"
 done
 
-echo "== mcpgov query unsafe-tools ci-bot -f examples/cross-server"
-"$mcpgov" query unsafe-tools ci-bot -f examples/cross-server
-echo
-echo "== mcpgov bundle vibe-coder -f examples/quickstart | sha256sum"
-"$mcpgov" bundle vibe-coder -f examples/quickstart | sha256sum
+say "starting kube-apiserver + etcd (the first run builds them from source: 10-20 min)"
+bash e2e/start-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null
+# shellcheck disable=SC1091
+source "$MCPGOV_E2E_DIR/env"
+op_pid=""
+cleanup() {
+  [[ -n "$op_pid" ]] && kill "$op_pid" 2>/dev/null || true
+  if [[ "${MCPGOV_DEMO_KEEP:-}" != 1 ]]; then
+    bash e2e/stop-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null 2>&1 || true
+  fi
+}
+trap cleanup EXIT
+
+say "installing the CRDs"
+kubectl apply --server-side --field-manager=mcpgov-install -f crds/
+kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null
+for ns in mcpgov-system quickstart ci team-a team-b shared-tools; do
+  kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+done
+
+say "running the operator (log: $MCPGOV_E2E_DIR/operator.log)"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$mcpgov" operator --listen "127.0.0.1:$port" --resync-seconds 30 >"$MCPGOV_E2E_DIR/operator.log" 2>&1 &
+op_pid=$!
+deadline=$(( $(date +%s) + 60 ))
+until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do
+  (( $(date +%s) < deadline )) || { tail -n 30 "$MCPGOV_E2E_DIR/operator.log"; exit 1; }
+  sleep 0.2
+done
+
+say "applying examples/ and their catalogs"
+for ex in quickstart cross-server multi-tenant; do
+  kubectl apply --server-side -f "examples/$ex/governance.yaml" >/dev/null
+  "$mcpgov" catalog apply --catalog "examples/$ex/catalog.yaml"
+done
+kubectl wait --for=jsonpath='{.status.violations}'=1 -n quickstart agent/vibe-coder --timeout=60s >/dev/null
+kubectl wait --for=jsonpath='{.status.violations}'=1 -n ci agent/ci-bot --timeout=60s >/dev/null
+
+say "kubectl get mcpgov -A"
+kubectl get mcpgov -A
+
+say "why is ci/ci-bot not compliant?"
+kubectl get agent ci-bot -n ci -o jsonpath='{range .status.conditions[?(@.type=="Compliant")]}{.reason}: {.message}{"\n"}{end}{range .status.violationDetails[*]}{.path}{"\n"}{end}'
+
+say "its bundle ConfigMap"
+kubectl get configmap -n ci -l mcpgov.io/agent=ci-bot \
+  -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.mcpgov\.io/bundle-sha256} revision {.metadata.annotations.mcpgov\.io/revision}{"\n"}{end}'
+if [[ "${MCPGOV_DEMO_KEEP:-}" == 1 ]]; then
+  echo; echo "left running: source $MCPGOV_E2E_DIR/env; operator pid $op_pid"
+  op_pid=""
+fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (README, CI): formatting, lints, and every test of the workspace.
+# The one test command (README, CI): formatting, lints, unit/property/golden tests, then
+# the end-to-end suite against a real kube-apiserver + etcd started here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Build output lives outside the checkout so a second run (and a fresh clone) is fast.
@@ -16,5 +17,26 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo test"
-cargo test --workspace --locked
+echo "== unit, property and golden tests"
+cargo test --locked
+
+echo "== end-to-end: real kube-apiserver + etcd"
+export MCPGOV_E2E_DIR="${MCPGOV_E2E_DIR:-/tmp/mcpgov-e2e-test-$$}"
+stop() { bash e2e/stop-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null 2>&1 || true; }
+trap stop EXIT
+start=$(date +%s)
+bash e2e/start-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null
+echo "control plane up in $(( $(date +%s) - start ))s"
+# shellcheck disable=SC1091
+source "$MCPGOV_E2E_DIR/env"
+kubectl apply --server-side --field-manager=mcpgov-install -f crds/ >/dev/null
+kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null
+cargo build --locked -q -p mcpgov
+export MCPGOV_BIN="$CARGO_TARGET_DIR/debug/mcpgov"
+export MCPGOV_E2E_LOGS="$MCPGOV_E2E_DIR/operator-logs"
+start=$(date +%s)
+if ! cargo test --locked -p mcpgov-e2e; then
+  for f in "$MCPGOV_E2E_LOGS"/*.log; do echo "--- $f"; tail -n 40 "$f"; done
+  exit 1
+fi
+echo "e2e suite ran in $(( $(date +%s) - start ))s"

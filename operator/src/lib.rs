@@ -3,7 +3,9 @@
 //! The pure engine lives in the `mcpgov-engine` crate; this crate holds the custom
 //! resource types, manifest loading and validation, and the command line.
 
+pub mod catalog;
 pub mod cli;
+pub mod controller;
 pub mod crd;
 pub mod manifest;
 pub mod validate;

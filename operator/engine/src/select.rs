@@ -8,6 +8,7 @@ use crate::verdict::{
     AccessVerdict, Classification, DenyPath, Evaluator, GrantEdge, GrantRef, VerdictKind,
 };
 use serde::Serialize;
+use std::collections::BTreeSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Reason {
@@ -150,6 +151,8 @@ pub struct AgentEvaluation {
     pub profile: Profile,
     pub tools: Vec<ToolDecision>,
     pub refs: Vec<GrantRef>,
+    /// Every Policy (Deny or Allow) a granted tool reaches.
+    pub reached_policies: BTreeSet<ObjKey>,
 }
 
 impl AgentEvaluation {
@@ -224,11 +227,13 @@ impl Evaluator<'_> {
     ) -> Option<AgentEvaluation> {
         let a = self.engine.agent(agent)?;
         let profile = profile.unwrap_or(a.profile);
+        let mut reached_policies = BTreeSet::new();
         let tools = self
             .granted_tools(agent)
             .into_iter()
             .map(|(id, granted_by)| {
                 let reach = self.reach(&id);
+                reached_policies.extend(reach.paths.iter().map(|p| p.policy.clone()));
                 let deny_paths = self.deny_paths(agent, &reach);
                 let verdict = AccessVerdict {
                     agent: agent.to_string(),
@@ -268,6 +273,7 @@ impl Evaluator<'_> {
             profile,
             tools,
             refs: self.grant_refs(agent),
+            reached_policies,
         })
     }
 }

@@ -124,20 +124,25 @@ impl<'e> Evaluator<'e> {
 
     /// Every selector of the agent's Grants with its resolution.
     pub fn grant_refs(&self, agent: &ObjKey) -> Vec<GrantRef> {
-        let mut out = Vec::new();
-        for gk in self.engine.grant_keys_of(agent) {
-            let Some(g) = self.engine.grants.get(gk) else {
-                continue;
-            };
-            for sel in &g.selectors {
-                out.push(GrantRef {
-                    grant: gk.to_string(),
-                    selector: sel.raw.clone(),
-                    resolution: self.engine.resolve(sel, &gk.namespace),
-                });
-            }
-        }
-        out
+        self.engine
+            .grant_keys_of(agent)
+            .flat_map(|gk| self.refs_of_grant(gk))
+            .collect()
+    }
+
+    /// Every selector of one Grant with its resolution.
+    pub fn refs_of_grant(&self, grant: &ObjKey) -> Vec<GrantRef> {
+        let Some(g) = self.engine.grants.get(grant) else {
+            return Vec::new();
+        };
+        g.selectors
+            .iter()
+            .map(|sel| GrantRef {
+                grant: grant.to_string(),
+                selector: sel.raw.clone(),
+                resolution: self.engine.resolve(sel, &grant.namespace),
+            })
+            .collect()
     }
 
     /// The tools the agent can call (CAN_CALL edges), each with the edges that grant it.

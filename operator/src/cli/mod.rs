@@ -4,6 +4,7 @@
 
 mod check;
 mod input;
+mod operator;
 mod query;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,13 @@ enum Command {
     Bundle(query::BundleArgs),
     /// Print the four CustomResourceDefinitions as YAML.
     Crds,
+    /// Run the operator against the cluster in KUBECONFIG (or in-cluster config).
+    Operator(operator::OperatorArgs),
+    /// Cluster-side catalog tools.
+    Catalog {
+        #[command(subcommand)]
+        command: operator::CatalogCommand,
+    },
 }
 
 /// Outcome of a command: what to print and how to exit.
@@ -53,6 +61,8 @@ pub fn run() -> ExitCode {
             print_out(crate::crd::crds_yaml().as_bytes());
             Ok(())
         }
+        Command::Operator(a) => operator::run(a),
+        Command::Catalog { command } => operator::catalog(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -82,6 +82,7 @@ pub struct UnresolvedRef {
 #[serde(rename_all = "camelCase")]
 pub struct GrantStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

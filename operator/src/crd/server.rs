@@ -220,6 +220,7 @@ pub struct DriftEntry {
 #[serde(rename_all = "camelCase")]
 pub struct MCPServerStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,

@@ -1,0 +1,231 @@
+//! Harness for end-to-end tests against the real control plane that
+//! `e2e/start-control-plane.sh` runs (KUBECONFIG points at it). Each test gets its own
+//! namespace and its own operator process watching only that namespace, and waits on
+//! conditions with a deadline instead of sleeping.
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::{Client, Resource};
+use serde_json::Value;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const DEADLINE: Duration = Duration::from_secs(60);
+
+pub async fn client() -> Client {
+    Client::try_default()
+        .await
+        .expect("KUBECONFIG must point at the e2e control plane (scripts/test.sh starts it)")
+}
+
+/// The `mcpgov` binary built for this run.
+pub fn mcpgov_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("MCPGOV_BIN") {
+        return p.into();
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("debug/mcpgov")
+}
+
+/// A fresh namespace named after the test.
+pub async fn namespace(client: &Client, test: &str) -> String {
+    let name = format!("e2e-{test}-{:06x}", rand::random::<u32>() & 0xffffff);
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let ns = serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+    api.create(&PostParams::default(), &ns)
+        .await
+        .expect("create namespace");
+    name
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// An operator process scoped to one namespace; killed on drop.
+pub struct Operator {
+    child: Child,
+    pub port: u16,
+    pub namespace: String,
+}
+
+impl Operator {
+    /// Start and wait until `/readyz` answers 200.
+    pub async fn start(namespace: &str, resync_seconds: u64) -> Operator {
+        let port = free_port();
+        let child = Command::new(mcpgov_bin())
+            .args([
+                "operator",
+                "--namespace",
+                namespace,
+                "--governance-namespace",
+                namespace,
+            ])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--resync-seconds", &resync_seconds.to_string()])
+            .env("RUST_LOG", "info,mcpgov=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(namespace))
+            .spawn()
+            .expect("spawn mcpgov operator");
+        let op = Operator {
+            child,
+            port,
+            namespace: namespace.to_string(),
+        };
+        op.wait_ready().await;
+        op
+    }
+
+    async fn wait_ready(&self) {
+        let start = Instant::now();
+        loop {
+            if self.get("/readyz").await.is_some_and(|(code, _)| code == 200) {
+                return;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "operator for {} never became ready",
+                self.namespace
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A plain HTTP/1.0 GET on loopback: (status code, body).
+    async fn get(&self, path: &str) -> Option<(u16, String)> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .ok()?;
+        s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes())
+            .await
+            .ok()?;
+        let mut buf = String::new();
+        s.read_to_string(&mut buf).await.ok()?;
+        let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+        let body = buf
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        Some((code, body))
+    }
+
+    /// Sum of a metric's samples whose labels contain every `label="value"` given.
+    pub async fn metric(&self, name: &str, labels: &[&str]) -> f64 {
+        let (_, body) = self.get("/metrics").await.expect("metrics answer");
+        body.lines()
+            .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+            .filter(|l| labels.iter().all(|want| l.contains(want)))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// Wait until `metric` reaches at least `value`.
+    pub async fn wait_metric(&self, name: &str, labels: &[&str], value: f64) {
+        let start = Instant::now();
+        while self.metric(name, labels).await < value {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "{name}{labels:?} never reached {value}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    pub fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn log_file(namespace: &str) -> Stdio {
+    let dir = std::env::var_os("MCPGOV_E2E_LOGS")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let _ = std::fs::create_dir_all(&dir);
+    std::fs::File::create(dir.join(format!("operator-{namespace}.log")))
+        .map(Stdio::from)
+        .unwrap_or_else(|_| Stdio::null())
+}
+
+fn api_for(client: &Client, ns: &str, obj: &Value) -> (Api<DynamicObject>, String) {
+    let api_version = obj["apiVersion"].as_str().expect("apiVersion");
+    let kind = obj["kind"].as_str().expect("kind");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(group, version, kind));
+    let name = obj["metadata"]["name"].as_str().expect("name").to_string();
+    (Api::namespaced_with(client.clone(), ns, &ar), name)
+}
+
+/// Server-side apply every document of `yaml` into `ns` (as a user would, field
+/// manager `e2e`). Returns the API error of the first document refused.
+pub async fn apply(client: &Client, ns: &str, yaml: &str) -> Result<(), kube::Error> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(yaml).expect("test YAML parses");
+    for mut doc in docs.into_iter().filter(|d| !d.is_null()) {
+        doc["metadata"]["namespace"] = Value::String(ns.to_string());
+        let (api, name) = api_for(client, ns, &doc);
+        api.patch(
+            &name,
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&doc),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub async fn delete(client: &Client, ns: &str, api_version_kind: (&str, &str), name: &str) {
+    let obj = serde_json::json!({"apiVersion": api_version_kind.0, "kind": api_version_kind.1, "metadata": {"name": name}});
+    let (api, _) = api_for(client, ns, &obj);
+    api.delete(name, &Default::default()).await.expect("delete");
+}
+
+/// Poll `get` until `pred` holds on what it returns, or fail after the deadline with
+/// the last value seen.
+pub async fn wait_for<K, F>(api: &Api<K>, name: &str, what: &str, pred: F) -> K
+where
+    K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    F: Fn(&K) -> bool,
+{
+    let start = Instant::now();
+    loop {
+        let got = api.get_opt(name).await.expect("get");
+        if let Some(obj) = &got
+            && pred(obj)
+        {
+            return obj.clone();
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "timed out waiting for {what}; last seen: {got:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `status.conditions[type]` as (status, reason).
+pub fn condition(
+    status: Option<&[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]>,
+    type_: &str,
+) -> Option<(String, String)> {
+    status?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone()))
+}

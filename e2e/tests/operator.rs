@@ -1,0 +1,452 @@
+//! The operator on a real kube-apiserver + etcd: status, bundles, re-evaluation,
+//! no-op resyncs and restarts, schema validation.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use mcpgov::crd::{Agent, Grant, Policy};
+use mcpgov_e2e::*;
+use std::process::Command;
+
+/// The quickstart estate in `ns`, with the catalog in the MCPServer's status.
+fn estate(ns: &str) -> String {
+    format!(
+        r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: gw}}
+spec:
+  endpoint: {{url: "http://gw.{ns}.svc:8080/mcp"}}
+  dataAccess:
+    - {{tool: read_note, resource: "file:///demo/notes", mode: Reads, provenance: {{evidence: "gw.py::read_note"}}}}
+    - {{tool: publish_note, resource: "file:///demo/drafts", mode: Writes, provenance: {{evidence: "gw.py::publish_note"}}}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {{name: drafts-deny}}
+spec:
+  effect: Deny
+  governs: {{resources: [{{uri: "file:///demo/drafts", provenance: {{evidence: "POL-1"}}}}]}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {{name: vibe-coder}}
+spec: {{profile: Strict}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {{name: notes}}
+spec:
+  agent: vibe-coder
+  tools: ["gw::read_note", "gw::publish_note"]
+  provenance: {{evidence: "T-1"}}
+"#
+    )
+}
+
+fn catalog(ns: &str) -> String {
+    format!(
+        r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: gw, namespace: {ns}}}
+spec: {{endpoint: {{url: "http://gw.{ns}.svc:8080/mcp"}}}}
+status:
+  lastSuccessfulCrawlTime: "2026-11-01T00:00:00Z"
+  tools:
+    - {{name: read_note, contractDigest: "sha256:aa"}}
+    - {{name: publish_note, contractDigest: "sha256:bb"}}
+"#
+    )
+}
+
+/// Apply the estate and its catalog; returns the catalog file (for the CLI).
+async fn setup(client: &kube::Client, ns: &str) -> tempfile_path::Dir {
+    apply(client, ns, &estate(ns))
+        .await
+        .expect("estate applies");
+    let dir = tempfile_path::Dir::new(ns);
+    std::fs::write(
+        dir.path("estate.yaml"),
+        estate(ns).replace(
+            "metadata: {name:",
+            &format!("metadata: {{namespace: {ns}, name:"),
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.path("catalog.yaml"), catalog(ns)).unwrap();
+    let n = mcpgov::catalog::apply(&[dir.path("catalog.yaml")], ns)
+        .await
+        .expect("catalog applies");
+    assert_eq!(n, 1);
+    dir
+}
+
+async fn violations(agents: &Api<Agent>, name: &str, n: i64) -> Agent {
+    wait_for(
+        agents,
+        name,
+        &format!("{name} with {n} violation(s)"),
+        |a| a.status.as_ref().and_then(|s| s.violations) == Some(n),
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn violation_then_exception_then_policy_change() {
+    let client = client().await;
+    let ns = namespace(&client, "verdicts").await;
+    let op = Operator::start(&ns, 300).await;
+    let _dir = setup(&client, &ns).await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+
+    let a = violations(&agents, "vibe-coder", 1).await;
+    let st = a.status.unwrap();
+    assert_eq!(
+        condition(Some(&st.conditions), "Compliant"),
+        Some(("False".into(), "ViolationsFound".into()))
+    );
+    assert_eq!(
+        condition(Some(&st.conditions), "Ready").map(|c| c.0),
+        Some("True".into())
+    );
+    let v = &st.violation_details[0];
+    assert_eq!(v.tool, format!("{ns}/gw::publish_note"));
+    assert_eq!(v.path[3], "WRITES");
+    assert_eq!(st.observed_generation, a.metadata.generation);
+
+    // An exception the Policy allows (same namespace) turns it into an exception.
+    apply(
+        &client,
+        &ns,
+        r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: notes}
+spec:
+  agent: vibe-coder
+  tools: ["gw::read_note", "gw::publish_note"]
+  expectedExceptions: [{policy: drafts-deny, tool: "gw::publish_note", reason: "editors publish"}]
+  provenance: {evidence: "T-1"}
+"#,
+    )
+    .await
+    .unwrap();
+    let a = wait_for(&agents, "vibe-coder", "the exception", |a| {
+        a.status
+            .as_ref()
+            .is_some_and(|s| s.violations == Some(0) && s.exceptions == Some(1))
+    })
+    .await;
+    assert_eq!(
+        condition(Some(&a.status.unwrap().conditions), "Compliant").map(|c| c.0),
+        Some("True".into())
+    );
+
+    // A second agent; a Policy change moves both.
+    apply(
+        &client,
+        &ns,
+        r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: reader}
+spec: {profile: Review}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: reader}
+spec: {agent: reader, tools: ["gw::read_note"]}
+"#,
+    )
+    .await
+    .unwrap();
+    violations(&agents, "reader", 0).await;
+    apply(
+        &client,
+        &ns,
+        r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: drafts-deny}
+spec:
+  effect: Deny
+  governs: {resources: [{uri: "file:///demo/**"}]}
+"#,
+    )
+    .await
+    .unwrap();
+    violations(&agents, "reader", 1).await;
+    // vibe-coder's exception names publish_note only: read_note is now a violation.
+    violations(&agents, "vibe-coder", 1).await;
+    let policies: Api<Policy> = Api::namespaced(client.clone(), &ns);
+    let p = wait_for(&policies, "drafts-deny", "policy counts", |p| {
+        p.status.as_ref().and_then(|s| s.violations) == Some(2)
+    })
+    .await;
+    assert_eq!(p.status.unwrap().orphan, Some(false));
+    op.stop();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bundle_configmap_holds_the_cli_bytes_and_follows_grants() {
+    let client = client().await;
+    let ns = namespace(&client, "bundle").await;
+    let op = Operator::start(&ns, 300).await;
+    let dir = setup(&client, &ns).await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+
+    let a = violations(&agents, "vibe-coder", 1).await;
+    let published = a.status.unwrap().bundle.expect("bundle status");
+    assert_eq!(published.config_map_name, "vibe-coder-mcpgov-bundle");
+    let cm = cms.get(&published.config_map_name).await.unwrap();
+    let bytes = cm.data.as_ref().unwrap()["bundle.json"].clone();
+    assert_eq!(
+        cm.metadata.annotations.as_ref().unwrap()["mcpgov.io/bundle-sha256"],
+        published.sha256
+    );
+    assert_eq!(
+        cm.metadata.owner_references.as_ref().unwrap()[0].kind,
+        "Agent"
+    );
+    assert_eq!(
+        cm.metadata.labels.as_ref().unwrap()["mcpgov.io/agent"],
+        "vibe-coder"
+    );
+
+    // The offline CLI on the same manifests and catalog prints the same bytes.
+    let out = Command::new(mcpgov_bin())
+        .args([
+            "bundle",
+            &format!("{ns}/vibe-coder"),
+            "--governance-namespace",
+            &ns,
+            "-f",
+        ])
+        .arg(dir.path("estate.yaml"))
+        .arg("--catalog")
+        .arg(dir.path("catalog.yaml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        bytes,
+        "CLI and operator agree byte for byte"
+    );
+
+    // Deleting the Grant empties the bundle (the ConfigMap stays, listing nothing).
+    delete(&client, &ns, ("mcpgov.io/v1alpha1", "Grant"), "notes").await;
+    let cm = wait_for(&cms, &published.config_map_name, "an empty bundle", |cm| {
+        cm.data
+            .as_ref()
+            .is_some_and(|d| d["bundle.json"].contains(r#""tools":[]"#))
+    })
+    .await;
+    assert_eq!(cm.metadata.annotations.unwrap()["mcpgov.io/revision"], "2");
+
+    // Disabling the bundle removes the ConfigMap.
+    apply(&client, &ns, "apiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {name: vibe-coder}\nspec: {bundle: {enabled: false}}\n")
+        .await
+        .unwrap();
+    let start = std::time::Instant::now();
+    while cms
+        .get_opt(&published.config_map_name)
+        .await
+        .unwrap()
+        .is_some()
+    {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "bundle ConfigMap was not removed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    op.stop();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn no_op_resync_and_restart_write_nothing() {
+    let client = client().await;
+    let ns = namespace(&client, "noop").await;
+    let op = Operator::start(&ns, 1).await;
+    let _dir = setup(&client, &ns).await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    violations(&agents, "vibe-coder", 1).await;
+    let grants: Api<Grant> = Api::namespaced(client.clone(), &ns);
+    wait_for(&grants, "notes", "grant status", |g| {
+        g.status.as_ref().and_then(|s| s.resolved_tools) == Some(2)
+    })
+    .await;
+
+    // Let two full resyncs pass after convergence; they must write nothing.
+    let resyncs = op
+        .metric("mcpgov_agent_evaluations_total", &["trigger=\"resync\""])
+        .await;
+    let written = op
+        .metric("mcpgov_status_writes_total", &["result=\"written\""])
+        .await;
+    let cm_written = op
+        .metric("mcpgov_configmap_writes_total", &["result=\"written\""])
+        .await;
+    op.wait_metric(
+        "mcpgov_agent_evaluations_total",
+        &["trigger=\"resync\""],
+        resyncs + 2.0,
+    )
+    .await;
+    op.wait_metric(
+        "mcpgov_agent_evaluations_total",
+        &["trigger=\"resync\""],
+        resyncs + 3.0,
+    )
+    .await;
+    assert_eq!(
+        op.metric("mcpgov_status_writes_total", &["result=\"written\""])
+            .await,
+        written,
+        "status writes on a no-op resync"
+    );
+    assert_eq!(
+        op.metric("mcpgov_configmap_writes_total", &["result=\"written\""])
+            .await,
+        cm_written
+    );
+    println!(
+        "no-op resync: 0 status writes, 0 ConfigMap writes (before: {written} status, {cm_written} ConfigMap)"
+    );
+    op.stop();
+
+    // A restarted operator republishes nothing that did not change.
+    let op = Operator::start(&ns, 300).await;
+    op.wait_metric(
+        "mcpgov_status_writes_total",
+        &["kind=\"Agent\"", "result=\"skipped\""],
+        1.0,
+    )
+    .await;
+    op.wait_metric(
+        "mcpgov_configmap_writes_total",
+        &["result=\"skipped\""],
+        1.0,
+    )
+    .await;
+    op.wait_metric(
+        "mcpgov_status_writes_total",
+        &["kind=\"Policy\"", "result=\"skipped\""],
+        1.0,
+    )
+    .await;
+    assert_eq!(
+        op.metric("mcpgov_status_writes_total", &["result=\"written\""])
+            .await,
+        0.0
+    );
+    assert_eq!(
+        op.metric("mcpgov_configmap_writes_total", &["result=\"written\""])
+            .await,
+        0.0
+    );
+    op.stop();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_api_server_refuses_invalid_manifests_with_the_schema_message() {
+    let client = client().await;
+    let ns = namespace(&client, "schema").await;
+    for (yaml, needle) in [
+        (
+            "apiVersion: mcpgov.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec: {effect: Block, governs: {resources: [{uri: 'x:1'}]}}\n",
+            "Unsupported value: \"Block\"",
+        ),
+        (
+            "apiVersion: mcpgov.io/v1alpha1\nkind: Policy\nmetadata: {name: p}\nspec: {effect: Deny, governs: {}}\n",
+            "a Policy must govern at least one resource or tool",
+        ),
+        (
+            "apiVersion: mcpgov.io/v1alpha1\nkind: Grant\nmetadata: {name: g}\nspec: {agent: a, tools: []}\n",
+            "spec.tools",
+        ),
+        (
+            "apiVersion: mcpgov.io/v1alpha1\nkind: MCPServer\nmetadata: {name: s}\nspec: {endpoint: {url: 'ftp://x/mcp'}}\n",
+            "spec.endpoint.url",
+        ),
+        (
+            "apiVersion: mcpgov.io/v1alpha1\nkind: MCPServer\nmetadata: {name: s}\nspec: {endpoint: {url: 'http://x/mcp', timeoutSeconds: 0}}\n",
+            "timeoutSeconds",
+        ),
+    ] {
+        let err = apply(&client, &ns, yaml).await.expect_err(yaml);
+        let text = err.to_string();
+        assert!(text.contains(needle), "expected {needle:?} in {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cross_namespace_grant_without_sharing_is_refused_in_status() {
+    let client = client().await;
+    let ns = namespace(&client, "tenancy").await;
+    let op = Operator::start(&ns, 300).await;
+    apply(
+        &client,
+        &ns,
+        r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: bot}
+spec: {}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: steal}
+spec: {agent: bot, tools: ["kube-system/billing::refund"]}
+"#,
+    )
+    .await
+    .unwrap();
+    let grants: Api<Grant> = Api::namespaced(client.clone(), &ns);
+    let g = wait_for(&grants, "steal", "Resolved=False", |g| {
+        condition(
+            g.status.as_ref().map(|s| s.conditions.as_slice()),
+            "Resolved",
+        )
+        .is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    let st = g.status.unwrap();
+    assert_eq!(
+        condition(Some(&st.conditions), "Resolved").unwrap().1,
+        "CrossNamespaceDenied"
+    );
+    assert_eq!(st.resolved_tools, Some(0));
+    assert_eq!(st.unresolved[0].reference, "kube-system/billing::refund");
+    op.stop();
+}
+
+/// A per-test scratch directory under the system temp dir.
+mod tempfile_path {
+    use std::path::PathBuf;
+
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn new(name: &str) -> Dir {
+            let p = std::env::temp_dir().join(format!("mcpgov-{name}"));
+            std::fs::create_dir_all(&p).unwrap();
+            Dir(p)
+        }
+        pub fn path(&self, file: &str) -> PathBuf {
+            self.0.join(file)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}

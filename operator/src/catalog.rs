@@ -1,0 +1,58 @@
+//! `mcpgov catalog apply`: write MCPServer status catalogs from a file (tests, demos,
+//! air-gapped clusters). The crawler is the normal path; both use their own field
+//! manager so the governance status written by the operator is left alone.
+
+use crate::crd::MCPServer;
+use crate::manifest::{Resource, load_paths};
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use std::path::PathBuf;
+
+pub const CATALOG_FIELD_MANAGER: &str = "mcpgov-crawler";
+
+/// Apply the status catalog of every MCPServer in `files`; returns how many.
+pub async fn apply(files: &[PathBuf], default_ns: &str) -> Result<usize, String> {
+    let loaded = load_paths(files).map_err(|e| e.to_string())?;
+    let client = Client::try_default()
+        .await
+        .map_err(|e| format!("cannot build a Kubernetes client: {e}"))?;
+    let mut n = 0;
+    for l in loaded {
+        let Resource::MCPServer(s) = l.resource else {
+            continue;
+        };
+        let Some(status) = s.status.as_ref().filter(|_| s.has_catalog()) else {
+            continue;
+        };
+        let ns = s.namespace().unwrap_or_else(|| default_ns.to_string());
+        let api: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+        let mut catalog = json!({
+                "serverInfo": status.server_info,
+                "protocolVersion": status.protocol_version,
+                "catalogDigest": status.catalog_digest,
+                "toolCount": status.tool_count.unwrap_or(status.tools.len() as i64),
+                "tools": status.tools,
+                "resources": status.resources,
+                "lastSuccessfulCrawlTime": status
+                    .last_successful_crawl_time
+                    .clone()
+                    .unwrap_or_else(|| jiff::Timestamp::now().to_string()),
+        });
+        // Absent fields are left out rather than applied as null.
+        if let Some(map) = catalog.as_object_mut() {
+            map.retain(|_, v| !v.is_null());
+        }
+        let body = json!({
+            "apiVersion": crate::crd::common::API_VERSION,
+            "kind": "MCPServer",
+            "status": catalog,
+        });
+        let pp = PatchParams::apply(CATALOG_FIELD_MANAGER).force();
+        api.patch_status(&s.name_any(), &pp, &Patch::Apply(&body))
+            .await
+            .map_err(|e| format!("{}: MCPServer {ns}/{}: {e}", l.file.display(), s.name_any()))?;
+        n += 1;
+    }
+    Ok(n)
+}

@@ -1,0 +1,278 @@
+//! The index task: objects as last seen, the engine built from them, and which objects
+//! need their status or bundle recomputed. Nothing is written before every watch has
+//! finished its first list.
+
+use super::Config;
+use super::metrics::Metrics;
+use super::watch::{self, Msg, Watched};
+use super::writer::Writer;
+use crate::crd::{Agent, Grant, MCPServer, Policy};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::ResourceExt;
+use kube::api::DynamicObject;
+use mcpgov_engine::{Engine, EngineConfig, Impact, Kind, ObjKey};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// What needs recomputing.
+#[derive(Default, Debug)]
+pub(super) struct Dirty {
+    pub all: bool,
+    pub agents: BTreeSet<ObjKey>,
+    pub grants: BTreeSet<ObjKey>,
+    pub servers: BTreeSet<ObjKey>,
+    pub policies: bool,
+}
+
+impl Dirty {
+    fn absorb(&mut self, impact: Impact) {
+        self.agents.extend(impact.agents);
+        self.policies |= impact.policies;
+    }
+}
+
+/// Per-agent facts Policy status is aggregated from.
+#[derive(Default, Debug, Clone, PartialEq, Eq)]
+pub(super) struct AgentSummary {
+    pub reached: BTreeSet<ObjKey>,
+    pub violations: BTreeMap<ObjKey, usize>,
+}
+
+pub(super) struct Index {
+    pub config: Config,
+    pub writer: Writer,
+    pub metrics: Metrics,
+    ready: Arc<AtomicBool>,
+    pub engine: Engine,
+    /// Random per process: bundles record which graph instance compiled them.
+    pub instance: String,
+    pub servers: BTreeMap<ObjKey, MCPServer>,
+    pub agents: BTreeMap<ObjKey, Agent>,
+    pub policies: BTreeMap<ObjKey, Policy>,
+    pub grants: BTreeMap<ObjKey, Grant>,
+    pub configmaps: BTreeMap<ObjKey, ConfigMap>,
+    listed: BTreeSet<Watched>,
+    relisting: BTreeMap<Watched, BTreeSet<ObjKey>>,
+    pub dirty: Dirty,
+    pub summaries: BTreeMap<ObjKey, AgentSummary>,
+    /// Objects whose write failed transiently: when to retry and how often it failed.
+    pub retries: BTreeMap<(Watched, ObjKey), (Instant, u32)>,
+}
+
+fn key_of(obj: &DynamicObject) -> ObjKey {
+    ObjKey::new(
+        obj.metadata.namespace.clone().unwrap_or_default(),
+        obj.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+impl Index {
+    pub fn new(config: Config, writer: Writer, metrics: Metrics, ready: Arc<AtomicBool>) -> Self {
+        let engine = Engine::new(EngineConfig {
+            governance_namespace: config.governance_namespace.clone(),
+        });
+        Index {
+            config,
+            writer,
+            metrics,
+            ready,
+            engine,
+            instance: format!("{:016x}", rand::random::<u64>()),
+            servers: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            policies: BTreeMap::new(),
+            grants: BTreeMap::new(),
+            configmaps: BTreeMap::new(),
+            listed: BTreeSet::new(),
+            relisting: BTreeMap::new(),
+            dirty: Dirty::default(),
+            summaries: BTreeMap::new(),
+            retries: BTreeMap::new(),
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.listed.len() == watch::ALL.len()
+    }
+
+    pub async fn run(mut self, mut rx: mpsc::Receiver<Msg>) -> Result<(), String> {
+        let mut resync = tokio::time::interval(self.config.resync);
+        resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let next_retry = self.retries.values().map(|(t, _)| *t).min();
+            let retry_sleep = async {
+                match next_retry {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                msg = rx.recv() => {
+                    let Some(msg) = msg else { return Err("all watches stopped".into()) };
+                    self.handle(msg);
+                    while let Ok(msg) = rx.try_recv() {
+                        self.handle(msg);
+                    }
+                }
+                _ = resync.tick() => {
+                    self.dirty.all = true;
+                    self.metrics.evaluations.with_label_values(&["resync"]).inc();
+                }
+                _ = retry_sleep => self.due_retries(),
+            }
+            let ready = self.is_ready();
+            if ready && !self.ready.swap(true, Ordering::Relaxed) {
+                tracing::info!(instance = %self.instance, "every watch has listed; publishing");
+                self.metrics.ready.set(1);
+                self.dirty.all = true;
+            }
+            if ready {
+                self.reconcile().await;
+            }
+        }
+    }
+
+    fn due_retries(&mut self) {
+        let now = Instant::now();
+        let due: Vec<(Watched, ObjKey)> = self
+            .retries
+            .iter()
+            .filter(|(_, (t, _))| *t <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (kind, key) in due {
+            self.mark(kind, key);
+        }
+    }
+
+    /// Remember a transient failure; the object is retried with exponential backoff
+    /// (1 s doubling to 5 min, with jitter).
+    pub fn retry_later(&mut self, kind: Watched, key: ObjKey) {
+        let entry = self
+            .retries
+            .entry((kind, key))
+            .or_insert((Instant::now(), 0));
+        entry.1 += 1;
+        let base = Duration::from_secs(1u64 << entry.1.min(8)).min(Duration::from_secs(300));
+        let jitter = Duration::from_millis(rand::random::<u64>() % 1000);
+        entry.0 = Instant::now() + base + jitter;
+    }
+
+    fn mark(&mut self, kind: Watched, key: ObjKey) {
+        match kind {
+            Watched::Agent => {
+                self.dirty.agents.insert(key);
+            }
+            Watched::Grant => {
+                self.dirty.grants.insert(key);
+            }
+            Watched::MCPServer => {
+                self.dirty.servers.insert(key);
+            }
+            Watched::Policy => self.dirty.policies = true,
+            Watched::ConfigMap => {}
+        }
+    }
+
+    fn handle(&mut self, msg: Msg) {
+        match msg {
+            Msg::Apply(kind, obj) => {
+                if let Some(seen) = self.relisting.get_mut(&kind) {
+                    seen.insert(key_of(&obj));
+                }
+                self.apply(kind, &obj);
+            }
+            Msg::Delete(kind, obj) => self.delete(kind, &key_of(&obj)),
+            Msg::ListStart(kind) => {
+                self.relisting.insert(kind, BTreeSet::new());
+            }
+            Msg::ListDone(kind) => {
+                let seen = self.relisting.remove(&kind).unwrap_or_default();
+                for key in self.keys(kind) {
+                    if !seen.contains(&key) {
+                        self.delete(kind, &key);
+                    }
+                }
+                self.listed.insert(kind);
+            }
+            Msg::Failed(kind, _) => {
+                if !self.listed.contains(&kind) {
+                    tracing::debug!(kind = kind.name(), "still waiting for the first list");
+                }
+            }
+        }
+    }
+
+    fn keys(&self, kind: Watched) -> Vec<ObjKey> {
+        match kind {
+            Watched::MCPServer => self.servers.keys().cloned().collect(),
+            Watched::Agent => self.agents.keys().cloned().collect(),
+            Watched::Policy => self.policies.keys().cloned().collect(),
+            Watched::Grant => self.grants.keys().cloned().collect(),
+            Watched::ConfigMap => self.configmaps.keys().cloned().collect(),
+        }
+    }
+
+    fn apply(&mut self, kind: Watched, obj: &DynamicObject) {
+        let key = key_of(obj);
+        let generation = obj.metadata.generation;
+        // A new generation always gets its status rewritten (observedGeneration), even
+        // when nothing the engine sees changed.
+        macro_rules! store {
+            ($map:ident, $ty:ty, $variant:ident) => {{
+                let Some(typed) = watch::decode::<$ty>(obj, kind, &self.metrics) else {
+                    return;
+                };
+                let moved = self
+                    .$map
+                    .get(&key)
+                    .is_none_or(|old| old.metadata.generation != generation);
+                let impact = self
+                    .engine
+                    .apply(mcpgov_engine::Object::$variant(typed.to_engine("")));
+                self.dirty.absorb(impact);
+                self.$map.insert(key.clone(), typed);
+                if moved {
+                    self.mark(kind, key.clone());
+                }
+            }};
+        }
+        match kind {
+            Watched::MCPServer => store!(servers, MCPServer, Server),
+            Watched::Agent => store!(agents, Agent, Agent),
+            Watched::Policy => store!(policies, Policy, Policy),
+            Watched::Grant => store!(grants, Grant, Grant),
+            Watched::ConfigMap => {
+                if let Some(cm) = watch::decode::<ConfigMap>(obj, kind, &self.metrics) {
+                    self.configmaps.insert(key, cm);
+                }
+            }
+        }
+    }
+
+    fn delete(&mut self, kind: Watched, key: &ObjKey) {
+        let engine_kind = match kind {
+            Watched::MCPServer => self.servers.remove(key).map(|_| Kind::MCPServer),
+            Watched::Agent => self.agents.remove(key).map(|_| Kind::Agent),
+            Watched::Policy => self.policies.remove(key).map(|_| Kind::Policy),
+            Watched::Grant => self.grants.remove(key).map(|_| Kind::Grant),
+            Watched::ConfigMap => {
+                // Someone removed a bundle: its agent republishes it.
+                if let Some(cm) = self.configmaps.remove(key)
+                    && let Some(agent) = cm.labels().get(super::bundles::AGENT_LABEL)
+                {
+                    self.dirty.agents.insert(ObjKey::new(&key.namespace, agent));
+                }
+                None
+            }
+        };
+        if let Some(k) = engine_kind {
+            let impact = self.engine.delete(k, key);
+            self.dirty.absorb(impact);
+        }
+        self.retries.remove(&(kind, key.clone()));
+    }
+}

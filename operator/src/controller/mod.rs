@@ -1,0 +1,57 @@
+//! The operator: guarded watches feed one index (the engine plus the objects as last
+//! seen); once every watch has listed, changed objects are re-evaluated and only status
+//! and bundles that differ are written, by one writer.
+
+pub mod bundles;
+pub mod conditions;
+mod http;
+mod index;
+pub mod metrics;
+mod reconcile;
+pub mod status;
+pub mod watch;
+pub mod writer;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Operator settings (flags fall back to environment variables in the CLI).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Watch only this namespace (default: all).
+    pub namespace: Option<String>,
+    pub governance_namespace: String,
+    pub listen: SocketAddr,
+    /// Full re-evaluation period (also expires exceptions on time).
+    pub resync: Duration,
+}
+
+/// Run until the process is stopped. Errors here are fatal start-up errors.
+pub async fn run(config: Config) -> Result<(), String> {
+    let client = kube::Client::try_default()
+        .await
+        .map_err(|e| format!("cannot build a Kubernetes client (KUBECONFIG or in-cluster): {e}"))?;
+    let metrics = metrics::Metrics::new();
+    let ready = Arc::new(AtomicBool::new(false));
+    let listen = config.listen;
+    let (http_ready, http_metrics) = (ready.clone(), metrics.clone());
+    let server = tokio::spawn(async move { http::serve(listen, http_ready, http_metrics).await });
+    let (tx, rx) = tokio::sync::mpsc::channel(4096);
+    watch::spawn_all(&client, config.namespace.as_deref(), tx);
+    let writer = writer::Writer::new(client, metrics.clone());
+    let index = index::Index::new(config, writer, metrics, ready);
+    tokio::select! {
+        r = index.run(rx) => r,
+        r = server => match r {
+            Ok(Ok(())) => Err("HTTP server stopped".into()),
+            Ok(Err(e)) => Err(format!("HTTP server on {listen}: {e}")),
+            Err(e) => Err(format!("HTTP server task: {e}")),
+        },
+        _ = tokio::signal::ctrl_c() => {
+            tracing::info!("interrupted; stopping");
+            Ok(())
+        }
+    }
+}

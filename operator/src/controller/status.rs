@@ -1,0 +1,294 @@
+//! Desired status of each kind, computed from the engine's answers. Pure: no API calls.
+//! Lists are capped and sorted so status stays small and stable whatever the estate.
+
+use super::conditions::{self as c, Desired, cond, kstatus};
+use crate::crd::agent::{AgentStatus, BundleStatus, ViolationStatus};
+use crate::crd::grant::{GrantStatus, UnresolvedRef};
+use crate::crd::policy::PolicyStatus;
+use crate::crd::server::{DriftEntry, MCPServerStatus};
+use mcpgov_engine::resolve::Resolution;
+use mcpgov_engine::{AgentEvaluation, Evaluator, Finding, FindingKind, ObjKey, Reason};
+use std::collections::BTreeSet;
+
+/// At most this many entries in any list written to status.
+pub const LIST_CAP: usize = 20;
+
+fn count(n: usize) -> Option<i64> {
+    Some(n as i64)
+}
+
+/// What the writer learned when it published (or could not publish) a bundle.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BundleOutcome {
+    Disabled,
+    Published(BundleStatus),
+    TooLarge(String),
+    Failed(String),
+}
+
+/// Agent status, without conditions merged (the writer merges them with the current).
+pub fn agent(eval: &AgentEvaluation, bundle: &BundleOutcome) -> (AgentStatus, Vec<Desired>) {
+    let violations: Vec<_> = eval.violations().collect();
+    let mut details: Vec<ViolationStatus> = violations
+        .iter()
+        .map(|(t, p)| ViolationStatus {
+            tool: t.id.to_string(),
+            policy: p.policy.clone(),
+            resource: p.resource.clone(),
+            path: p.path.clone(),
+        })
+        .collect();
+    details
+        .sort_by(|a, b| (&a.tool, &a.policy, &a.resource).cmp(&(&b.tool, &b.policy, &b.resource)));
+    details.truncate(LIST_CAP);
+    let exceptions = eval
+        .tools
+        .iter()
+        .flat_map(|t| t.deny_paths.iter())
+        .filter(|p| p.classification == mcpgov_engine::Classification::AuthorizedButGoverned)
+        .count();
+    let status = AgentStatus {
+        conditions: Vec::new(),
+        observed_generation: None,
+        eligible: count(eval.eligible()),
+        rejected: count(eval.tools.len() - eval.eligible()),
+        violations: count(violations.len()),
+        exceptions: count(exceptions),
+        unmapped: count(eval.count(Reason::Unmapped)),
+        drifted: count(eval.count(Reason::Drifted)),
+        violation_details: details,
+        bundle: match bundle {
+            BundleOutcome::Published(b) => Some(b.clone()),
+            _ => None,
+        },
+    };
+    let compliant = if violations.is_empty() {
+        cond(
+            c::COMPLIANT,
+            true,
+            c::REASON_NO_VIOLATIONS,
+            "no deny-policy violations",
+        )
+    } else {
+        cond(
+            c::COMPLIANT,
+            false,
+            c::REASON_VIOLATIONS_FOUND,
+            format!(
+                "{} deny-policy violation(s); see status.violationDetails",
+                violations.len()
+            ),
+        )
+    };
+    let published = match bundle {
+        BundleOutcome::Disabled => cond(
+            c::BUNDLE_PUBLISHED,
+            false,
+            c::REASON_DISABLED,
+            "spec.bundle.enabled is false",
+        ),
+        BundleOutcome::Published(b) => cond(
+            c::BUNDLE_PUBLISHED,
+            true,
+            c::REASON_PUBLISHED,
+            format!("ConfigMap {} holds bundle {}", b.config_map_name, b.sha256),
+        ),
+        BundleOutcome::TooLarge(m) => {
+            cond(c::BUNDLE_PUBLISHED, false, c::REASON_TOO_LARGE, m.clone())
+        }
+        BundleOutcome::Failed(m) => cond(
+            c::BUNDLE_PUBLISHED,
+            false,
+            c::REASON_PUBLISH_FAILED,
+            m.clone(),
+        ),
+    };
+    let mut conds = vec![
+        cond(c::READY, true, c::REASON_RECONCILED, "governance evaluated"),
+        compliant,
+        published,
+    ];
+    conds.extend(kstatus(None));
+    (status, conds)
+}
+
+/// Grant status: resolved tool count and every reference that did not resolve cleanly.
+pub fn grant(ev: &Evaluator, key: &ObjKey) -> (GrantStatus, Vec<Desired>) {
+    let refs = ev.refs_of_grant(key);
+    let mut tools = BTreeSet::new();
+    let mut unresolved = Vec::new();
+    for r in &refs {
+        match &r.resolution {
+            Resolution::Resolved { tools: t } => tools.extend(t.iter().cloned()),
+            other => unresolved.push(UnresolvedRef {
+                reference: r.selector.clone(),
+                reason: other.reason().to_string(),
+                message: match other {
+                    Resolution::Drifted { tool } => {
+                        format!("{tool} is not exposed by any server now")
+                    }
+                    Resolution::Ambiguous { candidates } => format!(
+                        "exposed by {} servers; qualify it as server::tool",
+                        candidates.len()
+                    ),
+                    Resolution::CrossNamespaceDenied { server } => {
+                        format!(
+                            "MCPServer {server} does not share its tools with namespace {}",
+                            key.namespace
+                        )
+                    }
+                    _ => "matches no tool this namespace can see".to_string(),
+                },
+            }),
+        }
+    }
+    let invalid: Vec<Finding> = ev
+        .engine()
+        .compile_findings()
+        .into_iter()
+        .filter(|f| f.object == format!("Grant {key}"))
+        .collect();
+    let findings = ev.grant_findings(key);
+    for f in &findings {
+        unresolved.push(UnresolvedRef {
+            reference: f.policy.clone().or(f.agent.clone()).unwrap_or_default(),
+            reason: f.reason.clone(),
+            message: f.message.clone(),
+        });
+    }
+    let resolved = if let Some(first) = unresolved.first() {
+        cond(
+            c::RESOLVED,
+            false,
+            &first.reason,
+            format!(
+                "{} reference(s) unresolved; first: {} ({})",
+                unresolved.len(),
+                first.reference,
+                first.message
+            ),
+        )
+    } else {
+        cond(
+            c::RESOLVED,
+            true,
+            c::REASON_ALL_RESOLVED,
+            format!("{} tool(s)", tools.len()),
+        )
+    };
+    unresolved.sort_by(|a, b| (&a.reason, &a.reference).cmp(&(&b.reason, &b.reference)));
+    unresolved.truncate(LIST_CAP);
+    let stalled = invalid.first().map(|f| f.message.clone());
+    let mut conds = vec![
+        cond(
+            c::READY,
+            true,
+            c::REASON_RECONCILED,
+            "references resolved against the index",
+        ),
+        resolved,
+    ];
+    conds.extend(kstatus(stalled.as_deref()));
+    (
+        GrantStatus {
+            conditions: Vec::new(),
+            observed_generation: None,
+            resolved_tools: count(tools.len()),
+            unresolved,
+        },
+        conds,
+    )
+}
+
+/// Policy status from the per-agent summaries the controller keeps.
+pub fn policy(
+    ev: &Evaluator,
+    key: &ObjKey,
+    reached_by: &BTreeSet<ObjKey>,
+    violations: usize,
+) -> (PolicyStatus, Vec<Desired>) {
+    let own = format!("Policy {key}");
+    let problems: Vec<Finding> = ev
+        .engine()
+        .compile_findings()
+        .into_iter()
+        .chain(ev.policy_findings(key))
+        .filter(|f| f.object == own)
+        .collect();
+    let invalid = problems.iter().find(|f| f.kind == FindingKind::Invalid);
+    let active = match problems.first() {
+        Some(f) => cond(c::ACTIVE, invalid.is_none(), &f.reason, f.message.clone()),
+        None if reached_by.is_empty() => cond(
+            c::ACTIVE,
+            true,
+            c::REASON_ORPHAN,
+            "no agent reaches this Policy",
+        ),
+        None => cond(
+            c::ACTIVE,
+            true,
+            c::REASON_GOVERNING,
+            format!("reached by {} agent(s)", reached_by.len()),
+        ),
+    };
+    let mut conds = vec![
+        cond(c::READY, true, c::REASON_RECONCILED, "bindings compiled"),
+        active,
+    ];
+    conds.extend(kstatus(invalid.map(|f| f.message.as_str())));
+    (
+        PolicyStatus {
+            conditions: Vec::new(),
+            observed_generation: None,
+            reached_by: reached_by
+                .iter()
+                .take(LIST_CAP)
+                .map(ToString::to_string)
+                .collect(),
+            violations: count(violations),
+            orphan: Some(reached_by.is_empty()),
+        },
+        conds,
+    )
+}
+
+/// The governance part of MCPServer status (the crawler owns the catalog fields).
+pub fn server(ev: &Evaluator, key: &ObjKey, crawled: bool) -> (MCPServerStatus, Vec<Desired>) {
+    let own = format!("MCPServer {key}");
+    let mut drift: Vec<DriftEntry> = ev
+        .server_findings(key)
+        .into_iter()
+        .map(|f| DriftEntry {
+            tool: f.tool.unwrap_or_default(),
+            reason: f.reason,
+            message: f.message,
+        })
+        .collect();
+    drift.sort_by(|a, b| a.tool.cmp(&b.tool));
+    drift.truncate(LIST_CAP);
+    let invalid: Vec<Finding> = ev
+        .engine()
+        .compile_findings()
+        .into_iter()
+        .filter(|f| f.object == own)
+        .collect();
+    let ready = if crawled {
+        cond(c::READY, true, c::REASON_RECONCILED, "catalog indexed")
+    } else {
+        cond(
+            c::READY,
+            false,
+            c::REASON_NOT_CRAWLED,
+            "no catalog yet: its tools are unresolved, never allowed",
+        )
+    };
+    let mut conds = vec![ready];
+    conds.extend(kstatus(invalid.first().map(|f| f.message.as_str())));
+    (
+        MCPServerStatus {
+            drift,
+            ..Default::default()
+        },
+        conds,
+    )
+}

@@ -1,0 +1,181 @@
+//! The only code that writes to the API: server-side apply of `/status` (field manager
+//! `mcpgov`), bundle ConfigMaps, their removal, and Events. Each call has a timeout and
+//! is counted by result.
+
+use super::metrics::Metrics;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::fmt;
+use std::time::Duration;
+
+pub const FIELD_MANAGER: &str = "mcpgov";
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Errors of the write path. The variant, not a formatted string, labels metrics.
+#[derive(Debug)]
+pub enum Error {
+    /// The API server answered with an error (transient unless it is a 4xx other than
+    /// conflict/throttling).
+    Api(kube::Error),
+    /// No answer within the timeout (transient).
+    Timeout,
+}
+
+impl Error {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Error::Api(kube::Error::Api(s)) if s.code == 409 => "conflict",
+            Error::Api(_) => "error",
+            Error::Timeout => "timeout",
+        }
+    }
+
+    /// Whether retrying without a change can help.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Api(kube::Error::Api(s)) => s.code == 409 || s.code == 429 || s.code >= 500,
+            _ => true,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Api(e) => write!(f, "{e}"),
+            Error::Timeout => write!(f, "API request timed out after {}s", TIMEOUT.as_secs()),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+async fn timed<T>(fut: impl Future<Output = Result<T, kube::Error>>) -> Result<T, Error> {
+    match tokio::time::timeout(TIMEOUT, fut).await {
+        Ok(r) => r.map_err(Error::Api),
+        Err(_) => Err(Error::Timeout),
+    }
+}
+
+#[derive(Clone)]
+pub struct Writer {
+    client: Client,
+    metrics: Metrics,
+    recorder: Recorder,
+}
+
+impl Writer {
+    pub fn new(client: Client, metrics: Metrics) -> Self {
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.into(),
+            instance: std::env::var("HOSTNAME").ok(),
+        };
+        Writer {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            metrics,
+        }
+    }
+
+    pub fn skipped_status(&self, kind: &str) {
+        self.metrics
+            .status_writes
+            .with_label_values(&[kind, "skipped"])
+            .inc();
+    }
+
+    /// Server-side apply of `status` on one object of kind `K`.
+    pub async fn apply_status<K, S>(&self, ns: &str, name: &str, status: &S) -> Result<(), Error>
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug,
+        S: Serialize,
+    {
+        let api: Api<K> = Api::namespaced(self.client.clone(), ns);
+        let body = serde_json::json!({
+            "apiVersion": K::api_version(&()),
+            "kind": K::kind(&()),
+            "status": status,
+        });
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        let kind = K::kind(&());
+        let result = timed(api.patch_status(name, &pp, &Patch::Apply(&body))).await;
+        let label = match &result {
+            Ok(_) => "written",
+            Err(e) => e.label(),
+        };
+        self.metrics
+            .status_writes
+            .with_label_values(&[&kind, label])
+            .inc();
+        result.map(|_| ())
+    }
+
+    pub async fn apply_configmap(&self, cm: &ConfigMap) -> Result<(), Error> {
+        let ns = cm.metadata.namespace.as_deref().unwrap_or_default();
+        let name = cm.metadata.name.as_deref().unwrap_or_default();
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        let result = timed(api.patch(name, &pp, &Patch::Apply(cm))).await;
+        self.count_cm(result.as_ref().map(|_| "written"));
+        result.map(|_| ())
+    }
+
+    pub async fn delete_configmap(&self, ns: &str, name: &str) -> Result<(), Error> {
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+        let result = match timed(api.delete(name, &DeleteParams::default())).await {
+            Err(Error::Api(kube::Error::Api(s))) if s.code == 404 => Ok(()),
+            r => r.map(|_| ()),
+        };
+        self.count_cm(result.as_ref().map(|_| "deleted"));
+        result
+    }
+
+    pub fn skipped_configmap(&self) {
+        self.metrics
+            .configmap_writes
+            .with_label_values(&["skipped"])
+            .inc();
+    }
+
+    fn count_cm(&self, r: Result<&str, &Error>) {
+        let label = match r {
+            Ok(l) => l,
+            Err(e) => e.label(),
+        };
+        self.metrics
+            .configmap_writes
+            .with_label_values(&[label])
+            .inc();
+    }
+
+    /// An Event on a transition; failures are logged, never fatal.
+    pub async fn event<K: Resource<DynamicType = ()>>(
+        &self,
+        obj: &K,
+        warning: bool,
+        reason: &str,
+        note: String,
+    ) {
+        let ev = Event {
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: reason.into(),
+            note: Some(note),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
+            tracing::debug!(error = %e, reason, "could not publish event");
+        }
+    }
+}
