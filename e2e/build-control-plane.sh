@@ -118,7 +118,7 @@ build_kubernetes() {
     done
   done
 
-  log "building ${pkgs[*]} @ $KUBE_VERSION (slow: ~20-40 min on one core)"
+  log "building ${pkgs[*]} @ $KUBE_VERSION (slow: ~10 min on one free core)"
   (cd "$mod" && "${GOBUILD[@]}" -ldflags "$ldflags" -o "$OUT/" "${pkgs[@]}")
   mv -f "$OUT"/* "$BIN/"
 }
@@ -162,7 +162,9 @@ have_apiserver || kube_pkgs+=(k8s.io/kubernetes/cmd/kube-apiserver)
 have_kubectl   || kube_pkgs+=(k8s.io/kubernetes/cmd/kubectl)
 (( ${#kube_pkgs[@]} == 0 )) || build_kubernetes "${kube_pkgs[@]}"
 
-have_apiserver && have_kubectl && have_etcd || { log "error: built binaries do not report the pinned versions"; exit 1; }
+if ! (have_apiserver && have_kubectl && have_etcd); then
+  log "error: built binaries do not report the pinned versions"; exit 1
+fi
 write_versions
 
 # The Go caches are only needed to build; drop them (GBs) unless asked not to.
@@ -170,4 +172,4 @@ if [[ "${MCPGOV_KEEP_GO_CACHE:-0}" != 1 ]]; then
   go clean -modcache >/dev/null 2>&1 || true
   rm -rf "$CACHE/go"
 fi
-log "done in $((SECONDS - start))s: $(ls "$BIN" | tr '\n' ' ')"
+log "done in $((SECONDS - start))s: binaries in $BIN"

@@ -168,8 +168,9 @@ EOF
   printf 'export MCPGOV_CA_FILE=%q\n' "$STATE/ca.crt"
   printf 'export MCPGOV_ETCD_URL=%q\n' "http://127.0.0.1:$ETCD_PORT"
   printf 'export MCPGOV_BIN_DIR=%q\n' "$BIN"
+  # shellcheck disable=SC2016 # $PATH is meant to expand when sourced
   printf 'export PATH=%q:"$PATH"\n' "$BIN"
-} >env
+} >"$STATE/env"
 
 # --- Wait for /readyz (polling with a deadline; no fixed sleeps) ---------------
 fail() {

@@ -30,8 +30,7 @@ stop_proc() {
   cmd="$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")" || return 0   # already gone
   [[ "$cmd" == *"$name"* ]] || return 0
   kill -TERM "$pid" 2>/dev/null || return 0
-  local i
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     kill -0 "$pid" 2>/dev/null || { log "stopped $name (pid $pid)"; return 0; }
     sleep 0.1
   done

@@ -22,6 +22,8 @@ cargo test --locked
 
 echo "== end-to-end: real kube-apiserver + etcd"
 export MCPGOV_E2E_DIR="${MCPGOV_E2E_DIR:-/tmp/mcpgov-e2e-test-$$}"
+# A cold cache builds kube-apiserver and etcd from source: use every core here.
+export MCPGOV_BUILD_JOBS="${MCPGOV_BUILD_JOBS:-$(nproc)}"
 stop() { bash e2e/stop-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null 2>&1 || true; }
 trap stop EXIT
 start=$(date +%s)

@@ -88,7 +88,11 @@ impl Operator {
     async fn wait_ready(&self) {
         let start = Instant::now();
         loop {
-            if self.get("/readyz").await.is_some_and(|(code, _)| code == 200) {
+            if self
+                .get("/readyz")
+                .await
+                .is_some_and(|(code, _)| code == 200)
+            {
                 return;
             }
             assert!(

@@ -45,7 +45,6 @@ fn collect_patterns(schema: &Value, out: &mut HashMap<String, Regex>) {
 /// CEL rules of the CRDs and their offline equivalents.
 fn cel_rule(rule: &str) -> Option<fn(&Value) -> bool> {
     match rule {
-        "!self.contains('***')" => Some(|v| v.as_str().is_none_or(|s| !s.contains("***"))),
         r if r.starts_with("(has(self.resources) ? size(self.resources) : 0)") => Some(|v| {
             let len = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
             len("resources") + len("tools") > 0
@@ -146,6 +145,11 @@ fn check(v: &Value, schema: &Value, path: &str, s: &Schemas, out: &mut Vec<Strin
             && (items.len() as u64) < min
         {
             out.push(format!("{path}: needs at least {min} item(s)"));
+        }
+        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+            && (items.len() as u64) > max
+        {
+            out.push(format!("{path}: at most {max} item(s)"));
         }
         if let Some(item_schema) = schema.get("items") {
             for (i, item) in items.iter().enumerate() {

@@ -202,7 +202,10 @@ fn bad_manifests_exit_two_naming_the_file_and_object() {
         ("bad-uri.yaml", "MCPServer team-a/fs: spec.endpoint.url"),
         ("bad-yaml.yaml", "not valid YAML"),
         ("unknown-kind.yaml", "unknown kind \"Agnet\""),
-        ("bad-glob.yaml", "at most two consecutive stars"),
+        (
+            "bad-glob.yaml",
+            "Policy team-a/stars: spec.governs.resources[0].uri: \"file:///***\" does not match",
+        ),
         ("unknown-field.yaml", "unknown field \"expectedException\""),
         ("duplicate.yaml", "Agent team-a/twice is also defined"),
     ] {

@@ -32,13 +32,14 @@ pub struct GrantSpec {
     pub agent: String,
     /// Tool keys or globs: `server::tool`, `namespace/server::tool`, or a bare name.
     #[schemars(
-        length(min = 1),
+        length(min = 1, max = 1000),
         inner(regex(
             pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"
         ))
     )]
     pub tools: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 200))]
     pub expected_exceptions: Vec<ExpectedException>,
     #[serde(default)]
     pub provenance: Provenance,
@@ -57,7 +58,9 @@ pub struct ExpectedException {
     ))]
     pub tool: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$"))]
+    #[schemars(regex(
+        pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:([^*\s]|\*[^*\s]|\*\*[^*\s])*\*{0,2}$"
+    ))]
     pub resource: Option<String>,
     /// Why the reach is intended; shown with every row it excuses.
     #[schemars(length(min = 1))]

@@ -46,8 +46,10 @@ pub enum Effect {
 }]))]
 pub struct Governs {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
     pub resources: Vec<ResourceBinding>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
     pub tools: Vec<ToolBinding>,
 }
 
@@ -55,10 +57,9 @@ pub struct Governs {
 pub struct ResourceBinding {
     /// Resource URI or URI glob (`*` within a path segment, `**` across segments).
     #[schemars(
-        regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$"),
+        regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:([^*\s]|\*[^*\s]|\*\*[^*\s])*\*{0,2}$"),
         length(max = 2048)
     )]
-    #[schemars(extend("x-kubernetes-validations" = [{"rule": "!self.contains('***')", "message": "a glob has at most two consecutive stars"}]))]
     pub uri: String,
     #[serde(default)]
     pub provenance: Provenance,

@@ -30,6 +30,7 @@ pub struct MCPServerSpec {
     pub crawl: CrawlSettings,
     /// Authored READS/WRITES of this server's tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
     pub data_access: Vec<DataAccess>,
     /// Other namespaces whose Grants may name these tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -60,10 +61,10 @@ pub struct Endpoint {
     /// Per-request timeout.
     #[serde(default = "default_timeout")]
     #[schemars(range(min = 1, max = 300))]
-    pub timeout_seconds: u32,
+    pub timeout_seconds: i32,
 }
 
-fn default_timeout() -> u32 {
+fn default_timeout() -> i32 {
     10
 }
 
@@ -94,24 +95,24 @@ pub struct SecretKeyRef {
 pub struct CrawlSettings {
     #[serde(default = "default_interval")]
     #[schemars(range(min = 10, max = 86400))]
-    pub interval_seconds: u32,
+    pub interval_seconds: i32,
     /// Over this many tools the crawl fails as a whole.
     #[serde(default = "default_max_tools")]
     #[schemars(range(min = 1, max = 100000))]
-    pub max_tools: u32,
+    pub max_tools: i32,
     /// Over this many bytes of catalog the crawl fails as a whole.
     #[serde(default = "default_max_bytes")]
     #[schemars(range(min = 1024, max = 67108864))]
-    pub max_bytes: u64,
+    pub max_bytes: i64,
 }
 
-fn default_interval() -> u32 {
+fn default_interval() -> i32 {
     300
 }
-fn default_max_tools() -> u32 {
+fn default_max_tools() -> i32 {
     10000
 }
-fn default_max_bytes() -> u64 {
+fn default_max_bytes() -> i64 {
     4 * 1024 * 1024
 }
 
@@ -139,10 +140,9 @@ pub struct DataAccess {
     pub tool: String,
     /// Resource URI or URI glob (`*` within a path segment, `**` across segments).
     #[schemars(
-        regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$"),
+        regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:([^*\s]|\*[^*\s]|\*\*[^*\s])*\*{0,2}$"),
         length(max = 2048)
     )]
-    #[schemars(extend("x-kubernetes-validations" = [{"rule": "!self.contains('***')", "message": "a glob has at most two consecutive stars"}]))]
     pub resource: String,
     pub mode: AccessMode,
     #[serde(default)]
