@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use mcpgov::crd::{Agent, Grant, Policy};
+use mcpgov::crd::{Agent, Grant, MCPServer, Policy};
 use mcpgov_e2e::*;
 use std::process::Command;
 
@@ -78,6 +78,13 @@ async fn setup(client: &kube::Client, ns: &str) -> tempfile_path::Dir {
         .await
         .expect("catalog applies");
     assert_eq!(n, 1);
+    // The catalog arrives as a status-only change: the server's Ready must follow it.
+    let servers: Api<MCPServer> = Api::namespaced(client.clone(), ns);
+    wait_for(&servers, "gw", "MCPServer Ready", |s| {
+        condition(s.status.as_ref().map(|s| s.conditions.as_slice()), "Ready")
+            .is_some_and(|c| c.0 == "True")
+    })
+    .await;
     dir
 }
 

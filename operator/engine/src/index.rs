@@ -216,6 +216,8 @@ pub struct Impact {
     pub agents: BTreeSet<ObjKey>,
     /// True when every Policy's status may differ (reach counts, orphan flags).
     pub policies: bool,
+    /// False when the object was already there, identical: nothing moved.
+    pub changed: bool,
 }
 
 /// The governance index. Build it from a snapshot, then `apply` / `delete` one object
@@ -367,6 +369,7 @@ impl Engine {
         Impact {
             agents,
             policies: kind != Kind::Agent,
+            changed: true,
         }
     }
 

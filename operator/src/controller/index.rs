@@ -233,9 +233,11 @@ impl Index {
                 let impact = self
                     .engine
                     .apply(mcpgov_engine::Object::$variant(typed.to_engine("")));
+                let changed = impact.changed;
+                tracing::debug!(kind = kind.name(), object = %key, changed, moved, "applied");
                 self.dirty.absorb(impact);
                 self.$map.insert(key.clone(), typed);
-                if moved {
+                if moved || changed {
                     self.mark(kind, key.clone());
                 }
             }};

@@ -93,6 +93,7 @@ impl Index {
         tracing::debug!(
             agents = agents.len(),
             grants = grants.len(),
+            servers = servers.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "reconciled"
         );
