@@ -41,7 +41,9 @@ done
 
 say "running the operator (log: $MCPGOV_E2E_DIR/operator.log)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$mcpgov" operator --listen "127.0.0.1:$port" --resync-seconds 30 >"$MCPGOV_E2E_DIR/operator.log" 2>&1 &
+# The examples' servers do not run here: their catalogs come from
+# `mcpgov catalog apply`, so crawling is off.
+"$mcpgov" operator --listen "127.0.0.1:$port" --resync-seconds 30 --crawl-concurrency 0 >"$MCPGOV_E2E_DIR/operator.log" 2>&1 &
 op_pid=$!
 deadline=$(( $(date +%s) + 60 ))
 until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do

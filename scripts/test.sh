@@ -24,7 +24,10 @@ echo "== end-to-end: real kube-apiserver + etcd"
 export MCPGOV_E2E_DIR="${MCPGOV_E2E_DIR:-/tmp/mcpgov-e2e-test-$$}"
 # A cold cache builds kube-apiserver and etcd from source: use every core here.
 export MCPGOV_BUILD_JOBS="${MCPGOV_BUILD_JOBS:-$(nproc)}"
-stop() { bash e2e/stop-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null 2>&1 || true; }
+stop() {
+  MCPGOV_MCP_STATE="$MCPGOV_E2E_DIR/mcp-servers" bash e2e/mcp-servers/stop.sh --all >/dev/null 2>&1 || true
+  bash e2e/stop-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null 2>&1 || true
+}
 trap stop EXIT
 start=$(date +%s)
 bash e2e/start-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null
@@ -34,6 +37,11 @@ source "$MCPGOV_E2E_DIR/env"
 kubectl apply --server-side --field-manager=mcpgov-install -f crds/ >/dev/null
 kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null
 cargo build --locked -q -p mcpgov
+# Real MCP servers from npm and PyPI (pinned; cached after the first run).
+start=$(date +%s)
+bash e2e/mcp-servers/install.sh >/dev/null
+echo "MCP test servers installed in $(( $(date +%s) - start ))s"
+export MCPGOV_MCP_STATE="$MCPGOV_E2E_DIR/mcp-servers"
 export MCPGOV_BIN="$CARGO_TARGET_DIR/debug/mcpgov"
 export MCPGOV_E2E_LOGS="$MCPGOV_E2E_DIR/operator-logs"
 start=$(date +%s)

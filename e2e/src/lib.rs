@@ -57,19 +57,25 @@ pub struct Operator {
 }
 
 impl Operator {
-    /// Start and wait until `/readyz` answers 200.
+    /// Start with crawling off (catalogs come from `mcpgov catalog apply`) and wait
+    /// until `/readyz` answers 200.
     pub async fn start(namespace: &str, resync_seconds: u64) -> Operator {
+        Self::start_with(namespace, resync_seconds, &["--crawl-concurrency", "0"]).await
+    }
+
+    /// Start with the crawler on, allowed to reach MCP servers on loopback.
+    pub async fn start_crawling(namespace: &str, resync_seconds: u64) -> Operator {
+        Self::start_with(namespace, resync_seconds, &["--allow-loopback"]).await
+    }
+
+    async fn start_with(namespace: &str, resync_seconds: u64, extra: &[&str]) -> Operator {
         let port = free_port();
         let child = Command::new(mcpgov_bin())
-            .args([
-                "operator",
-                "--namespace",
-                namespace,
-                "--governance-namespace",
-                namespace,
-            ])
+            .args(["operator", "--namespace", namespace])
+            .args(["--governance-namespace", namespace])
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--resync-seconds", &resync_seconds.to_string()])
+            .args(extra)
             .env("RUST_LOG", "info,mcpgov=debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -232,4 +238,93 @@ pub fn condition(
         .iter()
         .find(|c| c.type_ == type_)
         .map(|c| (c.status.clone(), c.reason.clone()))
+}
+
+/// A real MCP server (from npm or PyPI, see e2e/mcp-servers/) on 127.0.0.1, stopped on
+/// drop.
+pub struct McpServer {
+    kind: String,
+    instance: String,
+    args: Vec<String>,
+    pub port: u16,
+    pub url: String,
+    pub sse_url: Option<String>,
+}
+
+fn mcp_scripts() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp-servers")
+}
+
+fn mcp_state() -> PathBuf {
+    std::env::var_os("MCPGOV_MCP_STATE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/mcpgov-mcp"))
+}
+
+impl McpServer {
+    /// `kind` is a server name of e2e/mcp-servers/start.sh (everything-http,
+    /// everything-sse, filesystem-http, filesystem-sse, memory-http, memory-sse,
+    /// testserver); `args` go to the server (testserver switches).
+    pub fn start(kind: &str, args: &[&str]) -> McpServer {
+        let mut s = McpServer {
+            kind: kind.to_string(),
+            instance: format!("{:06x}", rand::random::<u32>() & 0xffffff),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            port: 0,
+            url: String::new(),
+            sse_url: None,
+        };
+        s.launch();
+        s
+    }
+
+    fn id(&self) -> String {
+        format!("{}@{}", self.kind, self.instance)
+    }
+
+    fn launch(&mut self) {
+        let out = Command::new("bash")
+            .arg(mcp_scripts().join("start.sh"))
+            .arg(self.id())
+            .arg(self.port.to_string())
+            .args(&self.args)
+            .output()
+            .expect("run start.sh");
+        assert!(
+            out.status.success(),
+            "starting {} failed: {}",
+            self.kind,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = mcp_state().join(format!("{}_{}.env", self.kind, self.instance));
+        let env = std::fs::read_to_string(file).expect("start.sh writes ID.env");
+        let var = |name: &str| {
+            env.lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}=")))
+                .map(|v| v.trim_matches(|c| c == '"' || c == '\'').to_string())
+        };
+        self.url = var("MCP_URL").expect("MCP_URL");
+        self.sse_url = var("MCP_SSE_URL");
+        self.port = var("MCP_PORT")
+            .and_then(|p| p.parse().ok())
+            .expect("MCP_PORT");
+    }
+
+    /// Start again on the same port after `stop`.
+    pub fn restart(&mut self) {
+        self.launch();
+    }
+
+    pub fn stop(&self) {
+        let _ = Command::new("bash")
+            .arg(mcp_scripts().join("stop.sh"))
+            .arg(self.id())
+            .output();
+    }
+}
+
+impl Drop for McpServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }

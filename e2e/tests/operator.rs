@@ -254,7 +254,12 @@ async fn bundle_configmap_holds_the_cli_bytes_and_follows_grants() {
             .is_some_and(|d| d["bundle.json"].contains(r#""tools":[]"#))
     })
     .await;
-    assert_eq!(cm.metadata.annotations.unwrap()["mcpgov.io/revision"], "2");
+    let next = published.revision.unwrap() + 1;
+    assert_eq!(
+        cm.metadata.annotations.unwrap()["mcpgov.io/revision"],
+        next.to_string(),
+        "each new content is one revision"
+    );
 
     // Disabling the bundle removes the ConfigMap.
     apply(&client, &ns, "apiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {name: vibe-coder}\nspec: {bundle: {enabled: false}}\n")

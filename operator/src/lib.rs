@@ -6,6 +6,7 @@
 pub mod catalog;
 pub mod cli;
 pub mod controller;
+pub mod crawler;
 pub mod crd;
 pub mod manifest;
 pub mod validate;

@@ -450,6 +450,17 @@ impl Engine {
         }
     }
 
+    /// Compile problems of one object.
+    pub fn compile_findings_of(&self, kind: Kind, key: &ObjKey) -> Vec<Finding> {
+        let problems = match kind {
+            Kind::MCPServer => self.servers.get(key).map(|s| &s.problems),
+            Kind::Policy => self.policies.get(key).map(|p| &p.problems),
+            Kind::Grant => self.grants.get(key).map(|g| &g.problems),
+            Kind::Agent => None,
+        };
+        problems.cloned().unwrap_or_default()
+    }
+
     /// Problems found while compiling objects (bad URIs, bad keys, bad timestamps).
     pub fn compile_findings(&self) -> Vec<Finding> {
         let mut out = Vec::new();

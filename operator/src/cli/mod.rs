@@ -36,6 +36,8 @@ enum Command {
     Crds,
     /// Run the operator against the cluster in KUBECONFIG (or in-cluster config).
     Operator(operator::OperatorArgs),
+    /// Crawl the MCPServers of manifests and print them with their catalog in status.
+    Crawl(operator::CrawlArgs),
     /// Cluster-side catalog tools.
     Catalog {
         #[command(subcommand)]
@@ -62,6 +64,7 @@ pub fn run() -> ExitCode {
             Ok(())
         }
         Command::Operator(a) => operator::run(a),
+        Command::Crawl(a) => operator::crawl(a),
         Command::Catalog { command } => operator::catalog(command),
     };
     match result {

@@ -24,6 +24,42 @@ pub struct OperatorArgs {
     /// Seconds between full re-evaluations (writes happen only on differences).
     #[arg(long, default_value_t = 300, env = "MCPGOV_RESYNC_SECONDS")]
     resync_seconds: u64,
+    /// Servers crawled at once; 0 disables crawling (catalogs then come from status).
+    #[arg(long, default_value_t = 8, env = "MCPGOV_CRAWL_CONCURRENCY")]
+    crawl_concurrency: usize,
+    #[command(flatten)]
+    net: NetArgs,
+}
+
+/// Where the crawler may connect (checked after DNS resolution, on every connect).
+#[derive(Args, Clone, Debug)]
+pub struct NetArgs {
+    /// Allow MCP servers on loopback addresses (local demos and tests only).
+    #[arg(long, env = "MCPGOV_ALLOW_LOOPBACK")]
+    allow_loopback: bool,
+    /// Refuse private ranges too (10/8, 172.16/12, 192.168/16, fc00::/7).
+    #[arg(long, env = "MCPGOV_DENY_PRIVATE")]
+    deny_private: bool,
+}
+
+impl NetArgs {
+    pub fn policy(&self) -> crate::crawler::NetPolicy {
+        crate::crawler::NetPolicy {
+            allow_loopback: self.allow_loopback,
+            allow_private: !self.deny_private,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct CrawlArgs {
+    /// Manifest files or directories holding MCPServers.
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_delimiter = ',')]
+    paths: Vec<PathBuf>,
+    #[arg(short = 'n', long, default_value = "default")]
+    namespace: String,
+    #[command(flatten)]
+    net: NetArgs,
 }
 
 #[derive(Subcommand)]
@@ -67,6 +103,8 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
         governance_namespace: a.governance_namespace,
         listen: a.listen,
         resync: Duration::from_secs(a.resync_seconds.max(1)),
+        crawl_concurrency: a.crawl_concurrency,
+        net: a.net.policy(),
     };
     runtime()?
         .block_on(crate::controller::run(config))
@@ -79,5 +117,79 @@ pub fn catalog(c: CatalogCommand) -> Result<(), Failure> {
         .block_on(crate::catalog::apply(&catalog, &namespace))
         .map_err(Failure::Input)?;
     eprintln!("applied the catalog of {n} MCPServer(s)");
+    Ok(())
+}
+
+/// `mcpgov crawl`: crawl the MCPServers of the manifests and print them with status, the
+/// `--catalog` format of `mcpgov check`. Header Secrets cannot be read offline: servers
+/// that need them are reported and skipped.
+pub fn crawl(a: CrawlArgs) -> Result<(), Failure> {
+    use crate::controller::crawl::{CrawlSpec, Failure as CrawlFailure, Outcome};
+    use crate::manifest::{Resource, load_paths};
+    let loaded = load_paths(&a.paths).map_err(|e| Failure::Input(e.to_string()))?;
+    let net = a.net.policy();
+    let rt = runtime()?;
+    let mut items = Vec::new();
+    let mut failed = 0;
+    for l in loaded {
+        let Resource::MCPServer(mut s) = l.resource else {
+            continue;
+        };
+        if s.metadata.namespace.is_none() {
+            s.metadata.namespace = Some(a.namespace.clone());
+        }
+        let spec = CrawlSpec::of(&s);
+        let key = mcpgov_engine::ObjKey::new(
+            s.metadata.namespace.clone().unwrap_or_default(),
+            s.metadata.name.clone().unwrap_or_default(),
+        );
+        if !spec.headers.is_empty() {
+            eprintln!("{key}: skipped: its headers come from Secrets, read in-cluster only");
+            failed += 1;
+            continue;
+        }
+        let started = std::time::Instant::now();
+        let result = rt
+            .block_on(crate::crawler::crawl(&spec.target(Vec::new()), &net))
+            .map_err(|e| CrawlFailure {
+                reason: e.reason(),
+                message: e.to_string(),
+            });
+        match &result {
+            Err(f) => {
+                eprintln!("{key}: {}: {}", f.reason, f.message);
+                failed += 1;
+            }
+            Ok(c) => eprintln!(
+                "{key}: {} tool(s) in {} ms",
+                c.tools.len(),
+                started.elapsed().as_millis()
+            ),
+        }
+        let outcome = Outcome {
+            key,
+            spec,
+            finished: jiff::Timestamp::now(),
+            duration: started.elapsed(),
+            result,
+        };
+        let current = s.status.clone().unwrap_or_default();
+        let status = crate::controller::catalog_status::status_for(
+            &outcome,
+            &current,
+            s.metadata.generation,
+        );
+        s.status = serde_json::from_value(status).ok();
+        s.metadata.managed_fields = None;
+        items.push(serde_json::to_value(&*s).expect("serialises"));
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    let yaml = serde_saphyr::to_string(&list).map_err(|e| Failure::Input(e.to_string()))?;
+    super::print_out(yaml.as_bytes());
+    if failed > 0 {
+        return Err(Failure::Gate(format!(
+            "{failed} server(s) could not be crawled"
+        )));
+    }
     Ok(())
 }

@@ -60,6 +60,11 @@ pub(super) struct Index {
     pub summaries: BTreeMap<ObjKey, AgentSummary>,
     /// Objects whose write failed transiently: when to retry and how often it failed.
     pub retries: BTreeMap<(Watched, ObjKey), (Instant, u32)>,
+    /// Full catalogs from this process's crawls (status may hold a truncated one).
+    pub catalogs: BTreeMap<ObjKey, mcpgov_engine::Catalog>,
+    /// Crawl outcomes whose status is still to be written.
+    pub pending_crawls: Vec<super::crawl::Outcome>,
+    specs: tokio::sync::watch::Sender<super::crawl::Specs>,
 }
 
 fn key_of(obj: &DynamicObject) -> ObjKey {
@@ -70,7 +75,13 @@ fn key_of(obj: &DynamicObject) -> ObjKey {
 }
 
 impl Index {
-    pub fn new(config: Config, writer: Writer, metrics: Metrics, ready: Arc<AtomicBool>) -> Self {
+    pub fn new(
+        config: Config,
+        writer: Writer,
+        metrics: Metrics,
+        ready: Arc<AtomicBool>,
+        specs: tokio::sync::watch::Sender<super::crawl::Specs>,
+    ) -> Self {
         let engine = Engine::new(EngineConfig {
             governance_namespace: config.governance_namespace.clone(),
         });
@@ -91,6 +102,9 @@ impl Index {
             dirty: Dirty::default(),
             summaries: BTreeMap::new(),
             retries: BTreeMap::new(),
+            catalogs: BTreeMap::new(),
+            pending_crawls: Vec::new(),
+            specs,
         }
     }
 
@@ -123,6 +137,7 @@ impl Index {
                 }
                 _ = retry_sleep => self.due_retries(),
             }
+            self.publish_specs();
             let ready = self.is_ready();
             if ready && !self.ready.swap(true, Ordering::Relaxed) {
                 tracing::info!(instance = %self.instance, "every watch has listed; publishing");
@@ -133,6 +148,33 @@ impl Index {
                 self.reconcile().await;
             }
         }
+    }
+
+    /// Tell the crawl scheduler which servers exist (it crawls changed ones at once).
+    fn publish_specs(&self) {
+        let specs: super::crawl::Specs = self
+            .servers
+            .iter()
+            .map(|(k, s)| (k.clone(), super::crawl::CrawlSpec::of(s)))
+            .collect();
+        self.specs.send_if_modified(|old| {
+            if *old == specs {
+                false
+            } else {
+                *old = specs;
+                true
+            }
+        });
+    }
+
+    /// The engine's form of a server: the in-memory catalog of our own crawl wins over
+    /// status (which may be truncated).
+    fn server_object(&self, key: &ObjKey, s: &MCPServer) -> mcpgov_engine::Object {
+        let mut e = s.to_engine("");
+        if let Some(c) = self.catalogs.get(key) {
+            e.catalog = Some(c.clone());
+        }
+        mcpgov_engine::Object::Server(e)
     }
 
     fn due_retries(&mut self) {
@@ -198,6 +240,19 @@ impl Index {
                 }
                 self.listed.insert(kind);
             }
+            Msg::Crawled(outcome) => {
+                if let Ok(cat) = &outcome.result {
+                    let key = outcome.key.clone();
+                    self.catalogs
+                        .insert(key.clone(), super::catalog_status::engine_catalog(cat));
+                    if let Some(s) = self.servers.get(&key) {
+                        let impact = self.engine.apply(self.server_object(&key, s));
+                        self.dirty.absorb(impact);
+                        self.dirty.servers.insert(key);
+                    }
+                }
+                self.pending_crawls.push(*outcome);
+            }
             Msg::Failed(kind, _) => {
                 if !self.listed.contains(&kind) {
                     tracing::debug!(kind = kind.name(), "still waiting for the first list");
@@ -222,7 +277,7 @@ impl Index {
         // A new generation always gets its status rewritten (observedGeneration), even
         // when nothing the engine sees changed.
         macro_rules! store {
-            ($map:ident, $ty:ty, $variant:ident) => {{
+            ($map:ident, $ty:ty, $convert:expr) => {{
                 let Some(typed) = watch::decode::<$ty>(obj, kind, &self.metrics) else {
                     return;
                 };
@@ -230,9 +285,7 @@ impl Index {
                     .$map
                     .get(&key)
                     .is_none_or(|old| old.metadata.generation != generation);
-                let impact = self
-                    .engine
-                    .apply(mcpgov_engine::Object::$variant(typed.to_engine("")));
+                let impact = self.engine.apply($convert(self, &typed));
                 let changed = impact.changed;
                 tracing::debug!(kind = kind.name(), object = %key, changed, moved, "applied");
                 self.dirty.absorb(impact);
@@ -243,10 +296,17 @@ impl Index {
             }};
         }
         match kind {
-            Watched::MCPServer => store!(servers, MCPServer, Server),
-            Watched::Agent => store!(agents, Agent, Agent),
-            Watched::Policy => store!(policies, Policy, Policy),
-            Watched::Grant => store!(grants, Grant, Grant),
+            Watched::MCPServer => store!(servers, MCPServer, |me: &Self, s: &MCPServer| me
+                .server_object(&key, s)),
+            Watched::Agent => store!(agents, Agent, |_: &Self, a: &Agent| {
+                mcpgov_engine::Object::Agent(a.to_engine(""))
+            }),
+            Watched::Policy => store!(policies, Policy, |_: &Self, p: &Policy| {
+                mcpgov_engine::Object::Policy(p.to_engine(""))
+            }),
+            Watched::Grant => store!(grants, Grant, |_: &Self, g: &Grant| {
+                mcpgov_engine::Object::Grant(g.to_engine(""))
+            }),
             Watched::ConfigMap => {
                 if let Some(cm) = watch::decode::<ConfigMap>(obj, kind, &self.metrics) {
                     self.configmaps.insert(key, cm);
@@ -257,7 +317,10 @@ impl Index {
 
     fn delete(&mut self, kind: Watched, key: &ObjKey) {
         let engine_kind = match kind {
-            Watched::MCPServer => self.servers.remove(key).map(|_| Kind::MCPServer),
+            Watched::MCPServer => {
+                self.catalogs.remove(key);
+                self.servers.remove(key).map(|_| Kind::MCPServer)
+            }
             Watched::Agent => self.agents.remove(key).map(|_| Kind::Agent),
             Watched::Policy => self.policies.remove(key).map(|_| Kind::Policy),
             Watched::Grant => self.grants.remove(key).map(|_| Kind::Grant),

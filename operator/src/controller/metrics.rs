@@ -1,7 +1,9 @@
 //! Prometheus metrics, one `mcpgov_` prefix. Known series are created at start so they
 //! read 0 before the first event.
 
-use prometheus::{IntCounterVec, IntGauge, Opts, Registry, TextEncoder};
+use prometheus::{
+    Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -15,6 +17,11 @@ pub struct Metrics {
     /// Agents re-evaluated, by trigger (change, resync).
     pub evaluations: IntCounterVec,
     pub ready: IntGauge,
+    pub crawl_duration: Histogram,
+    /// Failed crawls by reason (AddressRefused, Timeout, Unauthorized, OverCap, ...).
+    pub crawl_failures: IntCounterVec,
+    pub crawl_last_success: IntGaugeVec,
+    pub catalog_tools: IntGaugeVec,
 }
 
 pub const KINDS: [&str; 4] = ["MCPServer", "Agent", "Policy", "Grant"];
@@ -59,6 +66,32 @@ impl Metrics {
             "1 when every watch has listed and CRDs exist",
         )
         .expect("valid metric");
+        let crawl_duration = Histogram::with_opts(
+            HistogramOpts::new("mcpgov_crawl_duration_seconds", "Duration of one crawl")
+                .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
+        )
+        .expect("valid metric");
+        let crawl_failures = IntCounterVec::new(
+            Opts::new("mcpgov_crawl_failures_total", "Failed crawls by reason"),
+            &["reason"],
+        )
+        .expect("valid metric");
+        let crawl_last_success = IntGaugeVec::new(
+            Opts::new(
+                "mcpgov_crawl_last_success_timestamp_seconds",
+                "Unix time of the last successful crawl per server",
+            ),
+            &["namespace", "server"],
+        )
+        .expect("valid metric");
+        let catalog_tools = IntGaugeVec::new(
+            Opts::new(
+                "mcpgov_catalog_tools",
+                "Tools in the last good catalog per server",
+            ),
+            &["namespace", "server"],
+        )
+        .expect("valid metric");
         for k in KINDS {
             for r in ["written", "skipped", "error", "timeout"] {
                 status_writes.with_label_values(&[k, r]);
@@ -77,6 +110,10 @@ impl Metrics {
             Box::new(malformed_objects.clone()),
             Box::new(evaluations.clone()),
             Box::new(ready.clone()),
+            Box::new(crawl_duration.clone()),
+            Box::new(crawl_failures.clone()),
+            Box::new(crawl_last_success.clone()),
+            Box::new(catalog_tools.clone()),
         ] {
             registry.register(c).expect("unique metric");
         }
@@ -87,6 +124,26 @@ impl Metrics {
             malformed_objects,
             evaluations,
             ready,
+            crawl_duration,
+            crawl_failures,
+            crawl_last_success,
+            catalog_tools,
+        }
+    }
+
+    pub fn observe_crawl(&self, key: &mcpgov_engine::ObjKey, o: &super::crawl::Outcome) {
+        self.crawl_duration.observe(o.duration.as_secs_f64());
+        let labels = [key.namespace.as_str(), key.name.as_str()];
+        match &o.result {
+            Ok(c) => {
+                self.crawl_last_success
+                    .with_label_values(&labels)
+                    .set(o.finished.as_second());
+                self.catalog_tools
+                    .with_label_values(&labels)
+                    .set(c.tools.len() as i64);
+            }
+            Err(f) => self.crawl_failures.with_label_values(&[f.reason]).inc(),
         }
     }
 

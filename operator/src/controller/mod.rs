@@ -3,7 +3,9 @@
 //! and bundles that differ are written, by one writer.
 
 pub mod bundles;
+pub mod catalog_status;
 pub mod conditions;
+pub mod crawl;
 mod http;
 mod index;
 pub mod metrics;
@@ -26,6 +28,9 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Full re-evaluation period (also expires exceptions on time).
     pub resync: Duration,
+    /// Servers crawled at once; 0 disables crawling (catalogs then come from status).
+    pub crawl_concurrency: usize,
+    pub net: crate::crawler::NetPolicy,
 }
 
 /// Run until the process is stopped. Errors here are fatal start-up errors.
@@ -39,9 +44,17 @@ pub async fn run(config: Config) -> Result<(), String> {
     let (http_ready, http_metrics) = (ready.clone(), metrics.clone());
     let server = tokio::spawn(async move { http::serve(listen, http_ready, http_metrics).await });
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
-    watch::spawn_all(&client, config.namespace.as_deref(), tx);
+    watch::spawn_all(&client, config.namespace.as_deref(), tx.clone());
+    let (specs_tx, specs_rx) = tokio::sync::watch::channel(crawl::Specs::new());
+    crawl::spawn(
+        client.clone(),
+        config.net.clone(),
+        config.crawl_concurrency,
+        specs_rx,
+        tx.clone(),
+    );
     let writer = writer::Writer::new(client, metrics.clone());
-    let index = index::Index::new(config, writer, metrics, ready);
+    let index = index::Index::new(config, writer, metrics, ready, specs_tx);
     tokio::select! {
         r = index.run(rx) => r,
         r = server => match r {

@@ -24,6 +24,7 @@ fn finish(current: &[Condition], desired: Vec<Desired>, generation: Option<i64>)
 
 impl Index {
     pub(super) async fn reconcile(&mut self) {
+        self.write_crawls().await;
         let dirty = std::mem::take(&mut self.dirty);
         let nothing = !dirty.all
             && dirty.agents.is_empty()
@@ -97,6 +98,33 @@ impl Index {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "reconciled"
         );
+    }
+
+    /// Apply the crawler's part of MCPServer status for each finished crawl.
+    async fn write_crawls(&mut self) {
+        for outcome in std::mem::take(&mut self.pending_crawls) {
+            let Some(server) = self.servers.get(&outcome.key) else {
+                continue;
+            };
+            let current = server.status.clone().unwrap_or_default();
+            let status =
+                super::catalog_status::status_for(&outcome, &current, server.metadata.generation);
+            let key = outcome.key.clone();
+            self.metrics.observe_crawl(&key, &outcome);
+            if let Err(e) = self
+                .writer
+                .apply_status_as::<MCPServer, _>(
+                    crate::catalog::CATALOG_FIELD_MANAGER,
+                    "MCPServerCatalog",
+                    &key.namespace,
+                    &key.name,
+                    &status,
+                )
+                .await
+            {
+                tracing::warn!(server = %key, error = %e, "could not write the crawl status");
+            }
+        }
     }
 
     async fn reconcile_agent(&mut self, ev: &Evaluator<'_>, key: &ObjKey) {

@@ -7,7 +7,7 @@ use crate::crd::grant::{GrantStatus, UnresolvedRef};
 use crate::crd::policy::PolicyStatus;
 use crate::crd::server::{DriftEntry, MCPServerStatus};
 use mcpgov_engine::resolve::Resolution;
-use mcpgov_engine::{AgentEvaluation, Evaluator, Finding, FindingKind, ObjKey, Reason};
+use mcpgov_engine::{AgentEvaluation, Evaluator, Finding, FindingKind, Kind, ObjKey, Reason};
 use std::collections::BTreeSet;
 
 /// At most this many entries in any list written to status.
@@ -142,12 +142,7 @@ pub fn grant(ev: &Evaluator, key: &ObjKey) -> (GrantStatus, Vec<Desired>) {
             }),
         }
     }
-    let invalid: Vec<Finding> = ev
-        .engine()
-        .compile_findings()
-        .into_iter()
-        .filter(|f| f.object == format!("Grant {key}"))
-        .collect();
+    let invalid: Vec<Finding> = ev.engine().compile_findings_of(Kind::Grant, key);
     let findings = ev.grant_findings(key);
     for f in &findings {
         unresolved.push(UnresolvedRef {
@@ -207,13 +202,11 @@ pub fn policy(
     reached_by: &BTreeSet<ObjKey>,
     violations: usize,
 ) -> (PolicyStatus, Vec<Desired>) {
-    let own = format!("Policy {key}");
     let problems: Vec<Finding> = ev
         .engine()
-        .compile_findings()
+        .compile_findings_of(Kind::Policy, key)
         .into_iter()
         .chain(ev.policy_findings(key))
-        .filter(|f| f.object == own)
         .collect();
     let invalid = problems.iter().find(|f| f.kind == FindingKind::Invalid);
     let active = match problems.first() {
@@ -254,7 +247,6 @@ pub fn policy(
 
 /// The governance part of MCPServer status (the crawler owns the catalog fields).
 pub fn server(ev: &Evaluator, key: &ObjKey, crawled: bool) -> (MCPServerStatus, Vec<Desired>) {
-    let own = format!("MCPServer {key}");
     let mut drift: Vec<DriftEntry> = ev
         .server_findings(key)
         .into_iter()
@@ -266,12 +258,7 @@ pub fn server(ev: &Evaluator, key: &ObjKey, crawled: bool) -> (MCPServerStatus, 
         .collect();
     drift.sort_by(|a, b| a.tool.cmp(&b.tool));
     drift.truncate(LIST_CAP);
-    let invalid: Vec<Finding> = ev
-        .engine()
-        .compile_findings()
-        .into_iter()
-        .filter(|f| f.object == own)
-        .collect();
+    let invalid: Vec<Finding> = ev.engine().compile_findings_of(Kind::MCPServer, key);
     let ready = if crawled {
         cond(c::READY, true, c::REASON_RECONCILED, "catalog indexed")
     } else {

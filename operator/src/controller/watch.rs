@@ -65,6 +65,8 @@ pub enum Msg {
     ListStart(Watched),
     ListDone(Watched),
     Failed(Watched, String),
+    /// A crawl finished (from the crawl scheduler, not a watch).
+    Crawled(Box<super::crawl::Outcome>),
 }
 
 /// Spawn one watch per kind; all send into `tx`.

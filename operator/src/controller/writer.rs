@@ -88,8 +88,29 @@ impl Writer {
             .inc();
     }
 
-    /// Server-side apply of `status` on one object of kind `K`.
+    /// Server-side apply of `status` on one object of kind `K` (field manager `mcpgov`).
     pub async fn apply_status<K, S>(&self, ns: &str, name: &str, status: &S) -> Result<(), Error>
+    where
+        K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + fmt::Debug,
+        S: Serialize,
+    {
+        let kind = K::kind(&()).into_owned();
+        self.apply_status_as::<K, S>(FIELD_MANAGER, &kind, ns, name, status)
+            .await
+    }
+
+    /// The same with another field manager (the crawler's), counted under `label`.
+    pub async fn apply_status_as<K, S>(
+        &self,
+        manager: &str,
+        label: &str,
+        ns: &str,
+        name: &str,
+        status: &S,
+    ) -> Result<(), Error>
     where
         K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
             + Clone
@@ -103,16 +124,15 @@ impl Writer {
             "kind": K::kind(&()),
             "status": status,
         });
-        let pp = PatchParams::apply(FIELD_MANAGER).force();
-        let kind = K::kind(&());
+        let pp = PatchParams::apply(manager).force();
         let result = timed(api.patch_status(name, &pp, &Patch::Apply(&body))).await;
-        let label = match &result {
+        let outcome = match &result {
             Ok(_) => "written",
             Err(e) => e.label(),
         };
         self.metrics
             .status_writes
-            .with_label_values(&[&kind, label])
+            .with_label_values(&[label, outcome])
             .inc();
         result.map(|_| ())
     }

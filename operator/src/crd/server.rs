@@ -245,6 +245,12 @@ pub struct MCPServerStatus {
     pub last_successful_crawl_time: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The client capabilities the crawler declared (canonical JSON), fixed per version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_capabilities: Option<String>,
+    /// List methods the server answered "method not found" to (normal, not a failure).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_implemented: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<DriftEntry>,
 }

@@ -1,0 +1,187 @@
+//! The operator crawling real MCP servers on loopback: catalogs land in status and the
+//! graph, a dead server keeps its last good catalog marked stale and recovers, and a
+//! changed tool list shows up as drift and a new contract digest.
+
+use kube::Api;
+use mcpgov::crd::{Agent, Grant, MCPServer};
+use mcpgov_e2e::*;
+
+fn crawled(s: &MCPServer) -> Option<(String, String)> {
+    condition(
+        s.status.as_ref().map(|s| s.conditions.as_slice()),
+        "Crawled",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn server_everything_is_crawled_goes_stale_and_recovers() {
+    let client = client().await;
+    let ns = namespace(&client, "crawl").await;
+    let mut srv = McpServer::start("everything-http", &[]);
+    let op = Operator::start_crawling(&ns, 300).await;
+    apply(
+        &client,
+        &ns,
+        &format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: everything}}
+spec:
+  endpoint: {{url: "{}", timeoutSeconds: 5}}
+  crawl: {{intervalSeconds: 10}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {{name: helper}}
+spec: {{profile: Explore}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {{name: helper}}
+spec: {{agent: helper, tools: ["everything::echo"]}}
+"#,
+            srv.url
+        ),
+    )
+    .await
+    .unwrap();
+
+    let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+    let s = wait_for(&servers, "everything", "Crawled=True", |s| {
+        crawled(s).is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    let st = s.status.unwrap();
+    assert!(st.tool_count.unwrap() >= 10);
+    assert_eq!(st.protocol_version.as_deref(), Some("2025-11-25"));
+    let echo = st
+        .tools
+        .iter()
+        .find(|t| t.name == "echo")
+        .expect("echo crawled");
+    assert!(
+        echo.contract_digest
+            .as_deref()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    let first_success = st.last_successful_crawl_time.clone().unwrap();
+
+    let grants: Api<Grant> = Api::namespaced(client.clone(), &ns);
+    wait_for(&grants, "helper", "the grant resolves", |g| {
+        g.status.as_ref().and_then(|s| s.resolved_tools) == Some(1)
+    })
+    .await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    wait_for(&agents, "helper", "echo is eligible", |a| {
+        a.status.as_ref().and_then(|s| s.eligible) == Some(1)
+    })
+    .await;
+
+    // The server goes away: Crawled=False, the catalog stays (stale), decisions hold.
+    srv.stop();
+    let s = wait_for(&servers, "everything", "Crawled=False", |s| {
+        crawled(s).is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    let st = s.status.unwrap();
+    assert!(
+        st.tools.iter().any(|t| t.name == "echo"),
+        "last good catalog kept"
+    );
+    assert!(st.last_error.is_some());
+    let msg = st
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Crawled")
+        .unwrap()
+        .message
+        .clone();
+    assert!(msg.contains("kept (stale)"), "{msg}");
+    assert!(st.last_successful_crawl_time.as_deref() >= Some(first_success.as_str()));
+    let a = agents.get("helper").await.unwrap();
+    assert_eq!(
+        a.status.unwrap().eligible,
+        Some(1),
+        "a stale catalog does not flip decisions"
+    );
+
+    // It comes back on the same address: the crawler recovers (backoff, not interval).
+    srv.restart();
+    wait_for(&servers, "everything", "Crawled=True again", |s| {
+        crawled(s).is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    op.stop();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_changed_tool_list_is_drift_and_a_new_contract_digest() {
+    let client = client().await;
+    let ns = namespace(&client, "drift").await;
+    let dir = std::env::temp_dir().join(format!("mcpgov-variant-{ns}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let variant = dir.join("tools.json");
+    let write = |tools: serde_json::Value| std::fs::write(&variant, tools.to_string()).unwrap();
+    write(serde_json::json!([
+        {"name": "read_doc", "description": "Read a document", "annotations": {"readOnlyHint": true}},
+        {"name": "delete_doc", "description": "Delete a document", "annotations": {"destructiveHint": true}}
+    ]));
+    let srv = McpServer::start("testserver", &["--variant-file", variant.to_str().unwrap()]);
+    let op = Operator::start_crawling(&ns, 300).await;
+    let manifest = |interval: u32| {
+        format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: docs}}
+spec:
+  endpoint: {{url: "{}", timeoutSeconds: 5}}
+  crawl: {{intervalSeconds: {interval}}}
+  dataAccess:
+    - {{tool: delete_doc, resource: "file:///docs/**", mode: Writes, provenance: {{evidence: "docs.py::delete"}}}}
+"#,
+            srv.url
+        )
+    };
+    apply(&client, &ns, &manifest(10)).await.unwrap();
+    let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+    let s = wait_for(&servers, "docs", "first crawl", |s| {
+        s.status.as_ref().is_some_and(|st| st.tool_count == Some(2))
+    })
+    .await;
+    let digest_of = |s: &MCPServer, name: &str| {
+        s.status
+            .as_ref()
+            .unwrap()
+            .tools
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(|t| t.contract_digest.clone())
+    };
+    let before = digest_of(&s, "read_doc").unwrap();
+    assert!(s.status.unwrap().drift.is_empty());
+
+    // The server drops delete_doc and rewords read_doc.
+    write(serde_json::json!([
+        {"name": "read_doc", "description": "Read a document (v2)", "annotations": {"readOnlyHint": true}}
+    ]));
+    let s = wait_for(&servers, "docs", "drift after the re-crawl", |s| {
+        s.status
+            .as_ref()
+            .is_some_and(|st| st.tool_count == Some(1) && !st.drift.is_empty())
+    })
+    .await;
+    assert_eq!(
+        s.status.as_ref().unwrap().drift[0].tool,
+        format!("{ns}/docs::delete_doc")
+    );
+    assert_ne!(
+        digest_of(&s, "read_doc").unwrap(),
+        before,
+        "the contract changed"
+    );
+    op.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,248 @@
+//! Crawl scheduling: every MCPServer is crawled every `crawl.intervalSeconds` and at once
+//! when its spec changes, with bounded concurrency across servers and per-server
+//! exponential backoff with jitter on failure.
+//! Results go back to the index task, which owns the engine and every status write.
+
+use super::watch::Msg;
+use crate::crawler::{self, NetPolicy, Target, Transport};
+use crate::crd::MCPServer;
+use crate::crd::server::Transport as SpecTransport;
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, Client, ResourceExt};
+use mcpgov_engine::ObjKey;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::task::JoinSet;
+
+/// What the scheduler needs of one MCPServer; a change of any field crawls at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrawlSpec {
+    pub url: String,
+    pub sse: bool,
+    /// (header name, Secret name, key): values are read at crawl time, never stored.
+    pub headers: Vec<(String, String, String)>,
+    pub timeout: Duration,
+    pub interval: Duration,
+    pub max_tools: usize,
+    pub max_bytes: usize,
+}
+
+impl CrawlSpec {
+    /// The crawler's target, with header values already read.
+    pub fn target(&self, headers: Vec<(String, String)>) -> Target {
+        Target {
+            url: self.url.clone(),
+            transport: if self.sse {
+                Transport::Sse
+            } else {
+                Transport::StreamableHttp
+            },
+            headers,
+            request_timeout: self.timeout,
+            // Connect, initialize, and a few list pages.
+            deadline: self.timeout * 6,
+            max_tools: self.max_tools,
+            max_bytes: self.max_bytes,
+        }
+    }
+
+    pub fn of(s: &MCPServer) -> CrawlSpec {
+        let e = &s.spec.endpoint;
+        CrawlSpec {
+            url: e.url.clone(),
+            sse: e.transport == SpecTransport::SSE,
+            headers: e
+                .headers
+                .iter()
+                .map(|h| {
+                    let r = &h.value_from.secret_key_ref;
+                    (h.name.clone(), r.name.clone(), r.key.clone())
+                })
+                .collect(),
+            timeout: Duration::from_secs(e.timeout_seconds.max(1) as u64),
+            interval: Duration::from_secs(s.spec.crawl.interval_seconds.max(1) as u64),
+            max_tools: s.spec.crawl.max_tools.max(1) as usize,
+            max_bytes: s.spec.crawl.max_bytes.max(1) as usize,
+        }
+    }
+}
+
+pub type Specs = BTreeMap<ObjKey, CrawlSpec>;
+
+/// How one crawl ended.
+#[derive(Debug)]
+pub struct Outcome {
+    pub key: ObjKey,
+    pub spec: CrawlSpec,
+    pub finished: jiff::Timestamp,
+    pub duration: Duration,
+    pub result: Result<crawler::Catalog, Failure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// CamelCase reason for the condition and the metric label.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+struct Slot {
+    spec: CrawlSpec,
+    due: Instant,
+    failures: u32,
+    running: bool,
+}
+
+/// Backoff after `failures` consecutive failures: 2^n seconds, at most the interval
+/// (and 5 minutes), plus up to a second of jitter so servers do not move in lockstep.
+pub fn backoff(failures: u32, interval: Duration) -> Duration {
+    let base = Duration::from_secs(1u64 << failures.min(8));
+    base.min(interval).min(Duration::from_secs(300))
+        + Duration::from_millis(rand::random::<u64>() % 1000)
+}
+
+/// Run the scheduler until the index goes away. `concurrency` 0 disables crawling.
+pub fn spawn(
+    client: Client,
+    net: NetPolicy,
+    concurrency: usize,
+    mut specs: watch::Receiver<Specs>,
+    tx: mpsc::Sender<Msg>,
+) {
+    if concurrency == 0 {
+        tracing::info!("crawling disabled (--crawl-concurrency 0): catalogs come from status");
+        return;
+    }
+    tokio::spawn(async move {
+        let permits = Arc::new(Semaphore::new(concurrency));
+        let mut slots: BTreeMap<ObjKey, Slot> = BTreeMap::new();
+        let mut running: JoinSet<Outcome> = JoinSet::new();
+        loop {
+            // Follow the spec map: new or changed servers are due now.
+            {
+                let current = specs.borrow_and_update().clone();
+                slots.retain(|k, _| current.contains_key(k));
+                for (k, spec) in current {
+                    match slots.get_mut(&k) {
+                        Some(s) if s.spec == spec => {}
+                        Some(s) => {
+                            s.spec = spec;
+                            s.due = Instant::now();
+                            s.failures = 0;
+                        }
+                        None => {
+                            slots.insert(
+                                k,
+                                Slot {
+                                    spec,
+                                    due: Instant::now(),
+                                    failures: 0,
+                                    running: false,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            let now = Instant::now();
+            for (key, slot) in slots.iter_mut().filter(|(_, s)| !s.running && s.due <= now) {
+                slot.running = true;
+                let (client, net, permits) = (client.clone(), net.clone(), permits.clone());
+                let (key, spec) = (key.clone(), slot.spec.clone());
+                running.spawn(async move {
+                    let _permit = permits.acquire_owned().await;
+                    crawl_one(&client, &net, key, spec).await
+                });
+            }
+            let next_due = slots.values().filter(|s| !s.running).map(|s| s.due).min();
+            let sleep = async {
+                match next_due {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                changed = specs.changed() => if changed.is_err() { return },
+                Some(done) = running.join_next() => {
+                    let Ok(outcome) = done else { continue };
+                    if let Some(s) = slots.get_mut(&outcome.key) {
+                        s.running = false;
+                        if outcome.result.is_ok() {
+                            s.failures = 0;
+                            s.due = Instant::now() + s.spec.interval;
+                        } else {
+                            s.failures += 1;
+                            s.due = Instant::now() + backoff(s.failures, s.spec.interval);
+                        }
+                    }
+                    if tx.send(Msg::Crawled(Box::new(outcome))).await.is_err() {
+                        return;
+                    }
+                }
+                _ = sleep => {}
+            }
+        }
+    });
+}
+
+async fn crawl_one(client: &Client, net: &NetPolicy, key: ObjKey, spec: CrawlSpec) -> Outcome {
+    let started = Instant::now();
+    let span = tracing::info_span!("crawl", server = %key);
+    let result = async {
+        let headers = read_headers(client, &key.namespace, &spec.headers).await?;
+        crawler::crawl(&spec.target(headers), net)
+            .await
+            .map_err(|e| Failure {
+                reason: e.reason(),
+                message: e.to_string(),
+            })
+    };
+    let result = tracing::Instrument::instrument(result, span).await;
+    match &result {
+        Ok(c) => {
+            tracing::info!(server = %key, tools = c.tools.len(), elapsed_ms = started.elapsed().as_millis() as u64, "crawled")
+        }
+        Err(f) => {
+            tracing::warn!(server = %key, reason = f.reason, message = %f.message, "crawl failed")
+        }
+    }
+    Outcome {
+        key,
+        spec,
+        finished: jiff::Timestamp::now(),
+        duration: started.elapsed(),
+        result,
+    }
+}
+
+/// Header values from Secrets in the server's namespace. Never logged.
+async fn read_headers(
+    client: &Client,
+    namespace: &str,
+    refs: &[(String, String, String)],
+) -> Result<Vec<(String, String)>, Failure> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let mut out = Vec::new();
+    for (header, secret, key) in refs {
+        let missing = |what: String| Failure {
+            reason: "SecretUnavailable",
+            message: format!("header {header}: {what}"),
+        };
+        let s = api
+            .get_opt(secret)
+            .await
+            .map_err(|e| missing(format!("cannot read Secret {secret}: {e}")))?
+            .ok_or_else(|| missing(format!("Secret {secret} not found")))?;
+        let value = s
+            .data
+            .as_ref()
+            .and_then(|d| d.get(key))
+            .map(|b| String::from_utf8_lossy(&b.0).trim_end().to_string())
+            .or_else(|| s.string_data.as_ref().and_then(|d| d.get(key)).cloned())
+            .ok_or_else(|| missing(format!("Secret {} has no key {key}", s.name_any())))?;
+        out.push((header.clone(), value));
+    }
+    Ok(out)
+}

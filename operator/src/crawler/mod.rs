@@ -1,0 +1,118 @@
+//! The crawler's client core: connect to one MCP server, negotiate the protocol, list its
+//! tools, resources and resource templates, and return a bounded, digested catalog.
+//!
+//! This module owns the public API ([`crawl`], [`Target`], [`NetPolicy`], [`Catalog`] and
+//! [`CrawlError`]); the work is split into:
+//! - `guard`: the SSRF guard (address classification, guarded DNS, redirect policy);
+//! - `session`: the MCP session over rmcp (handshake, per-request timeouts, error mapping);
+//! - `sse`: a small legacy HTTP+SSE client transport, which rmcp no longer ships;
+//! - `listing`: paging with a page cap and repeated-cursor detection, and the caps;
+//! - `catalog`: the retained catalog types and their digests;
+//! - `fake` (tests only): in-process fake servers and the crawl tests against them.
+//!
+//! A crawl is all or nothing: any failure, or a cap exceeded, fails it as a whole, so no
+//! partial or stale catalog ever leaves this module.
+
+mod catalog;
+mod error;
+mod guard;
+mod listing;
+mod session;
+mod sse;
+
+#[cfg(test)]
+mod fake;
+
+use std::time::{Duration, Instant};
+
+pub use catalog::{Annotations, Catalog, Resource, ResourceTemplate, Tool};
+pub use error::CrawlError;
+pub use guard::address_refusal;
+pub use listing::MAX_PAGES_PER_LIST;
+pub use session::{CLIENT_NAME, client_capabilities};
+
+/// How the server is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// Streamable HTTP (protocol 2025-03-26 and later): rmcp's client transport.
+    StreamableHttp,
+    /// The legacy HTTP+SSE transport (protocol 2024-11-05): `sse`'s client.
+    Sse,
+}
+
+/// One server to crawl and the limits of the crawl.
+#[derive(Clone)]
+pub struct Target {
+    pub url: String,
+    pub transport: Transport,
+    /// Sent on every request. Values are read from Secrets and never logged or shown.
+    pub headers: Vec<(String, String)>,
+    /// Bound on each request (and on each connect).
+    pub request_timeout: Duration,
+    /// Bound on the whole crawl, handshake included.
+    pub deadline: Duration,
+    /// Over this many tools the crawl fails.
+    pub max_tools: usize,
+    /// Over this many bytes of retained catalog JSON the crawl fails.
+    pub max_bytes: usize,
+}
+
+// Hand-written so header values never reach a log through `{:?}`.
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let header_names: Vec<&str> = self.headers.iter().map(|(n, _)| n.as_str()).collect();
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .field("transport", &self.transport)
+            .field("headers", &header_names)
+            .field("request_timeout", &self.request_timeout)
+            .field("deadline", &self.deadline)
+            .field("max_tools", &self.max_tools)
+            .field("max_bytes", &self.max_bytes)
+            .finish()
+    }
+}
+
+/// Which address ranges the crawler may connect to, besides public ones.
+#[derive(Clone, Debug)]
+pub struct NetPolicy {
+    pub allow_loopback: bool,
+    pub allow_private: bool,
+}
+
+impl Default for NetPolicy {
+    /// In-cluster servers live on private addresses; the operator's own host does not
+    /// serve MCP, so loopback is refused unless asked for.
+    fn default() -> Self {
+        NetPolicy {
+            allow_loopback: false,
+            allow_private: true,
+        }
+    }
+}
+
+/// Crawl one server: handshake, then `tools/list`, `resources/list`,
+/// `resources/templates/list` and `prompts/list` (support only), each paged to the end.
+///
+/// Every request is bounded by `target.request_timeout` and the whole crawl by
+/// `target.deadline`; the connection is closed before returning.
+pub async fn crawl(target: &Target, net: &NetPolicy) -> Result<Catalog, CrawlError> {
+    let deadline = Instant::now() + target.deadline;
+    let work = async {
+        let mut session = session::Session::open(target, net, deadline).await?;
+        let caps = listing::Caps {
+            max_tools: target.max_tools,
+            max_bytes: target.max_bytes,
+            max_pages: MAX_PAGES_PER_LIST,
+        };
+        let listed = listing::list_catalog(&session, caps).await;
+        session.close();
+        catalog::finish(session.agreed(), listed?)
+    };
+    // The per-request bounds inside cannot see the time spent between requests, so the
+    // whole crawl is bounded here too; dropping `work` drops the session, which closes it.
+    match tokio::time::timeout(target.deadline, work).await {
+        Ok(result) => result,
+        Err(_) => Err(CrawlError::Timeout { phase: "deadline" }),
+    }
+}

@@ -1,0 +1,349 @@
+//! One MCP session over rmcp: the handshake with a fixed client identity and capability
+//! set, protocol version negotiation, requests bounded by the per-request timeout and the
+//! crawl deadline, and closing.
+//!
+//! Requests go through `Peer::send_request` rather than `Peer::list_*`: the latter read
+//! and fill rmcp's response cache and may answer a failed re-list with a stale cached
+//! page. The cache is also switched off, in case a later rmcp routes more through it.
+
+use super::catalog::Agreed;
+use super::error::{self, CrawlError};
+use super::{NetPolicy, Target, Transport, guard, sse};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ClientRequest, ErrorCode, Implementation,
+    InitializeRequestParams, PaginatedRequestParams, ProtocolVersion, RequestOptionalParam,
+    ServerCapabilities,
+};
+use rmcp::service::{
+    ClientCacheConfig, ClientLifecycleMode, RoleClient, RunningService, serve_client_with_lifecycle,
+};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::Value;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// `clientInfo.name` on every crawl; the version is this crate's.
+pub const CLIENT_NAME: &str = "mcpgov-crawler";
+
+/// How long a finished session may take to close (a DELETE of its HTTP session) in the
+/// background; the crawl does not wait for it.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// Smallest bound on one response body, whatever `maxBytes` says: envelopes and
+/// unretained fields (prompts) take room too.
+const MIN_RESPONSE_LIMIT: usize = 1 << 20;
+
+/// The capabilities the crawler declares: none of the optional client capabilities
+/// (no sampling, roots or elicitation), so servers have nothing to ask of it.
+fn declared_capabilities() -> ClientCapabilities {
+    ClientCapabilities::default()
+}
+
+/// The declared client capabilities as JSON (an empty object), as recorded in catalogs.
+pub fn client_capabilities() -> Value {
+    serde_json::to_value(declared_capabilities())
+        .unwrap_or_else(|_| Value::Object(Default::default()))
+}
+
+fn client_config() -> ClientConfig {
+    InitializeRequestParams::new(
+        declared_capabilities(),
+        Implementation::new(CLIENT_NAME, env!("CARGO_PKG_VERSION")),
+    )
+    .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+}
+
+/// Largest response body accepted: generous against `maxBytes` (pretty-printed JSON,
+/// envelopes), but bounded, so a hostile server cannot make the crawler buffer without end.
+pub(crate) fn response_limit(max_bytes: usize) -> usize {
+    max_bytes.saturating_mul(4).max(MIN_RESPONSE_LIMIT)
+}
+
+/// Where a transport reports why it failed when all rmcp sees is a closed channel.
+pub(crate) type FailureSlot = Arc<Mutex<Option<CrawlError>>>;
+
+pub(crate) fn record_failure(slot: &FailureSlot, err: CrawlError) {
+    let mut s = slot.lock().unwrap_or_else(|p| p.into_inner());
+    // The first failure is the cause; later ones are consequences.
+    if s.is_none() {
+        *s = Some(err);
+    }
+}
+
+/// A reply to a listing request.
+pub(crate) enum Reply {
+    /// The result, as JSON (the listing reads it field by field).
+    Result(Value),
+    /// JSON-RPC -32601: the server does not implement the method.
+    MethodNotFound,
+}
+
+/// Which list a listing request is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ListKind {
+    Tools,
+    Resources,
+    ResourceTemplates,
+    Prompts,
+}
+
+impl ListKind {
+    pub fn method(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools/list",
+            ListKind::Resources => "resources/list",
+            ListKind::ResourceTemplates => "resources/templates/list",
+            ListKind::Prompts => "prompts/list",
+        }
+    }
+
+    /// The result field holding the items.
+    pub fn field(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Resources => "resources",
+            ListKind::ResourceTemplates => "resourceTemplates",
+            ListKind::Prompts => "prompts",
+        }
+    }
+
+    fn request(self, cursor: Option<String>) -> ClientRequest {
+        let params = PaginatedRequestParams::default().with_cursor(cursor);
+        match self {
+            ListKind::Tools => {
+                ClientRequest::ListToolsRequest(RequestOptionalParam::with_param(params))
+            }
+            ListKind::Resources => {
+                ClientRequest::ListResourcesRequest(RequestOptionalParam::with_param(params))
+            }
+            ListKind::ResourceTemplates => ClientRequest::ListResourceTemplatesRequest(
+                RequestOptionalParam::with_param(params),
+            ),
+            ListKind::Prompts => {
+                ClientRequest::ListPromptsRequest(RequestOptionalParam::with_param(params))
+            }
+        }
+    }
+}
+
+pub(crate) struct Session {
+    running: Option<RunningService<RoleClient, ClientConfig>>,
+    failure: FailureSlot,
+    agreed: Agreed,
+    server_capabilities: ServerCapabilities,
+    request_timeout: Duration,
+    deadline: Instant,
+    max_bytes: usize,
+}
+
+/// Run `fut` within `limit`, capped by the crawl deadline; a timeout names `phase`, or
+/// "deadline" when the crawl deadline is what ran out.
+pub(crate) async fn bounded<T>(
+    limit: Duration,
+    deadline: Instant,
+    phase: &'static str,
+    fut: impl Future<Output = T>,
+) -> Result<T, CrawlError> {
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    let (limit, phase) = if remaining < limit {
+        (remaining, "deadline")
+    } else {
+        (limit, phase)
+    };
+    tokio::time::timeout(limit, fut)
+        .await
+        .map_err(|_| CrawlError::Timeout { phase })
+}
+
+impl Session {
+    /// Connect and complete the handshake.
+    pub async fn open(
+        target: &Target,
+        net: &NetPolicy,
+        deadline: Instant,
+    ) -> Result<Session, CrawlError> {
+        let url = guard::check_url(&target.url, net)?;
+        let client = guard::http_client(&target.headers, net, target.request_timeout)?;
+        let failure = FailureSlot::default();
+        let limit = response_limit(target.max_bytes);
+        let rt = target.request_timeout;
+        let started = Instant::now();
+        let running = match target.transport {
+            Transport::StreamableHttp => {
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    // One crawl is one session: a server that drops it fails the crawl
+                    // rather than having the catalog stitched from two sessions.
+                    .reinit_on_expired_session(false)
+                    .max_json_response_size(limit)
+                    .max_sse_event_size(limit)
+                    .control_request_timeout(rt)
+                    .max_concurrent_requests(1);
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                // `server/discover` first (2026-07-28); a server that rejects it as
+                // unknown gets the `initialize` handshake (2025-11-25 and older).
+                let lifecycle = ClientLifecycleMode::Auto {
+                    preferred_versions: vec![
+                        ProtocolVersion::V_2026_07_28,
+                        ProtocolVersion::V_2025_11_25,
+                    ],
+                    legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+                };
+                // Up to two requests: the discover probe and the legacy fallback.
+                bounded(
+                    rt.saturating_mul(2),
+                    deadline,
+                    "initialize",
+                    serve_client_with_lifecycle(client_config(), transport, lifecycle),
+                )
+                .await?
+            }
+            Transport::Sse => {
+                let transport = bounded(
+                    rt,
+                    deadline,
+                    "connect",
+                    sse::connect(client, url.clone(), limit, failure.clone()),
+                )
+                .await??;
+                // The legacy transport predates discovery: `initialize` only.
+                bounded(
+                    rt,
+                    deadline,
+                    "initialize",
+                    serve_client_with_lifecycle(
+                        client_config(),
+                        transport,
+                        ClientLifecycleMode::Initialize,
+                    ),
+                )
+                .await?
+            }
+        }
+        .map_err(|e| with_cap(error::from_init(&e, taken(&failure)), target.max_bytes))?;
+
+        // Nothing read through rmcp's cache, ever: see the module comment.
+        running
+            .peer()
+            .set_response_cache_config(ClientCacheConfig::disabled())
+            .await;
+
+        let info = running
+            .peer()
+            .peer_info()
+            .ok_or_else(|| CrawlError::Protocol("the handshake left no server info".into()))?;
+        let version = info.protocol_version.clone();
+        if !ProtocolVersion::KNOWN_VERSIONS.contains(&version) {
+            return Err(CrawlError::Protocol(format!(
+                "the server agreed to protocol version {}, which this client does not speak",
+                version.as_str()
+            )));
+        }
+        let agreed = Agreed {
+            protocol_version: version.as_str().to_owned(),
+            server_name: info
+                .server_info
+                .as_ref()
+                .map(|i| i.name.clone())
+                .unwrap_or_default(),
+            server_version: info
+                .server_info
+                .as_ref()
+                .map(|i| i.version.clone())
+                .filter(|v| !v.is_empty()),
+            client_capabilities: client_capabilities(),
+        };
+        tracing::debug!(
+            url = %url,
+            protocol = %agreed.protocol_version,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "crawler handshake done"
+        );
+        Ok(Session {
+            running: Some(running),
+            failure,
+            agreed,
+            server_capabilities: info.capabilities.clone(),
+            request_timeout: rt,
+            deadline,
+            max_bytes: target.max_bytes,
+        })
+    }
+
+    pub fn agreed(&self) -> Agreed {
+        self.agreed.clone()
+    }
+
+    /// Whether the server declared the capability behind `kind`.
+    pub fn declares(&self, kind: ListKind) -> bool {
+        let c = &self.server_capabilities;
+        match kind {
+            ListKind::Tools => c.tools.is_some(),
+            ListKind::Resources | ListKind::ResourceTemplates => c.resources.is_some(),
+            ListKind::Prompts => c.prompts.is_some(),
+        }
+    }
+
+    /// One page of a list, bounded by the request timeout and the crawl deadline.
+    pub async fn list_page(
+        &self,
+        kind: ListKind,
+        cursor: Option<String>,
+    ) -> Result<Reply, CrawlError> {
+        let phase = kind.method();
+        let Some(running) = self.running.as_ref() else {
+            return Err(CrawlError::Connect(format!(
+                "the session closed before {phase}"
+            )));
+        };
+        let sent = running.peer().send_request(kind.request(cursor));
+        match bounded(self.request_timeout, self.deadline, phase, sent).await? {
+            Ok(result) => serde_json::to_value(&result)
+                .map(Reply::Result)
+                .map_err(|e| CrawlError::Protocol(format!("{phase}: {e}"))),
+            Err(rmcp::ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
+                Ok(Reply::MethodNotFound)
+            }
+            Err(e) => Err(with_cap(
+                error::from_service(&e, phase, taken(&self.failure)),
+                self.max_bytes,
+            )),
+        }
+    }
+
+    /// Close in the background (bounded): the catalog does not wait for the goodbye.
+    pub fn close(&mut self) {
+        if let Some(mut running) = self.running.take()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            rt.spawn(async move {
+                let _ = running.close_with_timeout(CLOSE_GRACE).await;
+            });
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// A response over the transport's body limit (derived from `maxBytes`) is reported
+/// against `maxBytes` itself, the limit the user set.
+fn with_cap(e: CrawlError, max_bytes: usize) -> CrawlError {
+    match e {
+        CrawlError::OverCap {
+            cap: "maxBytes", ..
+        } => CrawlError::OverCap {
+            cap: "maxBytes",
+            limit: max_bytes,
+        },
+        other => other,
+    }
+}
+
+fn taken(slot: &FailureSlot) -> Option<CrawlError> {
+    slot.lock().unwrap_or_else(|p| p.into_inner()).clone()
+}
