@@ -26,6 +26,7 @@ source "$MCPGOV_E2E_DIR/env"
 op_pid=""
 cleanup() {
   [[ -n "$op_pid" ]] && kill "$op_pid" 2>/dev/null || true
+  bash e2e/mcp-servers/stop.sh --all >/dev/null 2>&1 || true
   if [[ "${MCPGOV_DEMO_KEEP:-}" != 1 ]]; then
     bash e2e/stop-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null 2>&1 || true
   fi
@@ -39,11 +40,18 @@ for ns in mcpgov-system quickstart ci team-a team-b shared-tools; do
   kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
 done
 
+say "starting a real MCP server: @modelcontextprotocol/server-everything on 127.0.0.1"
+bash e2e/mcp-servers/install.sh >/dev/null
+export MCPGOV_MCP_STATE="$MCPGOV_E2E_DIR/mcp-servers"
+everything_url=$(bash e2e/mcp-servers/start.sh everything-http 0 | tail -n1)
+echo "$everything_url"
+
 say "running the operator (log: $MCPGOV_E2E_DIR/operator.log)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-# The examples' servers do not run here: their catalogs come from
-# `mcpgov catalog apply`, so crawling is off.
-"$mcpgov" operator --listen "127.0.0.1:$port" --resync-seconds 30 --crawl-concurrency 0 >"$MCPGOV_E2E_DIR/operator.log" 2>&1 &
+# The examples' own servers do not run here: their catalogs come from
+# `mcpgov catalog apply` and their crawls fail (Crawled=False, catalog kept as stale).
+# Loopback is allowed only because the live demo server listens there.
+"$mcpgov" operator --listen "127.0.0.1:$port" --resync-seconds 30 --allow-loopback >"$MCPGOV_E2E_DIR/operator.log" 2>&1 &
 op_pid=$!
 deadline=$(( $(date +%s) + 60 ))
 until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do
@@ -56,11 +64,43 @@ for ex in quickstart cross-server multi-tenant; do
   kubectl apply --server-side -f "examples/$ex/governance.yaml" >/dev/null
   "$mcpgov" catalog apply --catalog "examples/$ex/catalog.yaml"
 done
+kubectl create namespace live --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+kubectl apply --server-side -f - >/dev/null <<YAML
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: everything, namespace: live}
+spec:
+  endpoint: {url: "$everything_url"}
+  dataAccess:
+    - {tool: get-env, resource: "env://process/**", mode: Reads, provenance: {evidence: "server-everything: get-env"}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: no-env, namespace: live}
+spec:
+  effect: Deny
+  governs: {resources: [{uri: "env://process/**", provenance: {evidence: "SEC-1"}}]}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: helper, namespace: live}
+spec: {profile: Review}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: helper, namespace: live}
+spec: {agent: helper, tools: ["everything::*"]}
+YAML
+kubectl wait --for=condition=Crawled -n live mcpserver/everything --timeout=60s >/dev/null
 kubectl wait --for=jsonpath='{.status.violations}'=1 -n quickstart agent/vibe-coder --timeout=60s >/dev/null
 kubectl wait --for=jsonpath='{.status.violations}'=1 -n ci agent/ci-bot --timeout=60s >/dev/null
 
 say "kubectl get mcpgov -A"
 kubectl get mcpgov -A
+
+say "the live server, crawled: kubectl get mcpserver everything -n live"
+kubectl get mcpserver everything -n live -o jsonpath='{range .status.conditions[?(@.type=="Crawled")]}Crawled={.status} {.reason}: {.message}{"\n"}{end}protocol {.status.protocolVersion}, {.status.toolCount} tools: {.status.tools[*].name}{"\n"}'
+kubectl get agent helper -n live -o jsonpath='live/helper: {.status.eligible} eligible, {.status.violations} violation(s){"\n"}'
 
 say "why is ci/ci-bot not compliant?"
 kubectl get agent ci-bot -n ci -o jsonpath='{range .status.conditions[?(@.type=="Compliant")]}{.reason}: {.message}{"\n"}{end}{range .status.violationDetails[*]}{.path}{"\n"}{end}'

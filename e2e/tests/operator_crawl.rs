@@ -54,6 +54,12 @@ spec: {{agent: helper, tools: ["everything::echo"]}}
     .await;
     let st = s.status.unwrap();
     assert!(st.tool_count.unwrap() >= 10);
+    // The governance side follows the crawl: Ready (indexed) without another event.
+    wait_for(&servers, "everything", "Ready=True", |s| {
+        condition(s.status.as_ref().map(|s| s.conditions.as_slice()), "Ready")
+            .is_some_and(|c| c.0 == "True")
+    })
+    .await;
     assert_eq!(st.protocol_version.as_deref(), Some("2025-11-25"));
     let echo = st
         .tools
@@ -184,4 +190,71 @@ spec:
     );
     op.stop();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn headers_come_from_secrets_and_a_401_reports_the_challenge() {
+    let client = client().await;
+    let ns = namespace(&client, "auth").await;
+    let srv = McpServer::start("testserver", &["--auth-token", "s3cret-token"]);
+    let op = Operator::start_crawling(&ns, 300).await;
+    let server = |secret_key: &str| {
+        format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: private}}
+spec:
+  endpoint:
+    url: "{}"
+    timeoutSeconds: 5
+    headers:
+      - name: Authorization
+        valueFrom: {{secretKeyRef: {{name: private-token, key: {secret_key}}}}}
+"#,
+            srv.url
+        )
+    };
+    apply(
+        &client,
+        &ns,
+        r#"
+apiVersion: v1
+kind: Secret
+metadata: {name: private-token}
+stringData: {token: "Bearer s3cret-token", wrong: "Bearer nope"}
+"#,
+    )
+    .await
+    .unwrap();
+    apply(&client, &ns, &server("wrong")).await.unwrap();
+    let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+    let s = wait_for(&servers, "private", "Unauthorized", |s| {
+        crawled(s).is_some_and(|c| c.1 == "Unauthorized")
+    })
+    .await;
+    let st = s.status.unwrap();
+    let msg = &st
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Crawled")
+        .unwrap()
+        .message;
+    assert!(
+        msg.contains("realm=\"mcpgov-test\""),
+        "the challenge is reported: {msg}"
+    );
+    let whole = serde_json::to_string(&st).unwrap();
+    assert!(
+        !whole.contains("nope") && !whole.contains("s3cret"),
+        "no header value in status"
+    );
+
+    // The right key: the spec change crawls at once and succeeds.
+    apply(&client, &ns, &server("token")).await.unwrap();
+    wait_for(&servers, "private", "Crawled=True", |s| {
+        crawled(s).is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    op.stop();
 }

@@ -339,7 +339,11 @@ impl Index {
         let Some(server) = self.servers.get(key).cloned() else {
             return;
         };
-        let (mut desired, conds) = status::server(ev, key, server.has_catalog());
+        let (mut desired, conds) = status::server(
+            ev,
+            key,
+            server.has_catalog() || self.catalogs.contains_key(key),
+        );
         let current = server.status.clone().unwrap_or_default();
         // Compare only the fields this writer owns; the crawler owns the catalog.
         let ours: Vec<&str> = conds.iter().map(|d| d.type_).collect();
