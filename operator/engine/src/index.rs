@@ -2,6 +2,7 @@
 //! (selectors parsed, URIs canonicalised, globs compiled), plus the reverse lookups that
 //! tell which agents a change can affect. Pure data: no I/O, no clock.
 
+use crate::canonical::digest_of;
 use crate::findings::{Finding, FindingKind};
 use crate::glob::UriPattern;
 use crate::key::Selector;
@@ -39,6 +40,10 @@ pub(crate) struct CAccess {
 
 pub(crate) struct CServer {
     pub input: Server,
+    /// Digests of the server's governance (dataAccess, sharing) and of its catalog,
+    /// computed once here so that every bundle does not re-hash them.
+    pub governance_digest: String,
+    pub catalog_digest: String,
     /// Exposed tools by name; `None` when the server never crawled.
     pub tools: Option<BTreeMap<String, CatalogTool>>,
     pub access: Vec<CAccess>,
@@ -47,6 +52,7 @@ pub(crate) struct CServer {
 
 pub(crate) struct CPolicy {
     pub input: Policy,
+    pub digest: String,
     pub resources: Vec<(UriPattern, Provenance)>,
     pub tools: Vec<(Selector, Provenance)>,
     pub problems: Vec<Finding>,
@@ -105,6 +111,8 @@ fn compile_server(input: Server) -> CServer {
         by_name
     });
     CServer {
+        governance_digest: digest_of(&(&input.key, &input.data_access, &input.sharing)),
+        catalog_digest: digest_of(&(&input.key, &input.catalog)),
         input,
         tools,
         access,
@@ -134,6 +142,7 @@ fn compile_policy(input: Policy) -> CPolicy {
         }
     }
     CPolicy {
+        digest: digest_of(&input),
         input,
         resources,
         tools,

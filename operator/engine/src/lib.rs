@@ -11,6 +11,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod check;
+pub mod estate;
 pub mod findings;
 pub mod glob;
 pub mod index;

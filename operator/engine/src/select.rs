@@ -228,8 +228,9 @@ impl Evaluator<'_> {
         let a = self.engine.agent(agent)?;
         let profile = profile.unwrap_or(a.profile);
         let mut reached_policies = BTreeSet::new();
+        let refs = self.grant_refs(agent);
         let tools = self
-            .granted_tools(agent)
+            .granted_from(&refs)
             .into_iter()
             .map(|(id, granted_by)| {
                 let reach = self.reach(&id);
@@ -272,7 +273,7 @@ impl Evaluator<'_> {
             agent: agent.clone(),
             profile,
             tools,
-            refs: self.grant_refs(agent),
+            refs,
             reached_policies,
         })
     }

@@ -147,19 +147,25 @@ impl<'e> Evaluator<'e> {
 
     /// The tools the agent can call (CAN_CALL edges), each with the edges that grant it.
     pub fn granted_tools(&self, agent: &ObjKey) -> BTreeMap<ToolId, Vec<GrantEdge>> {
+        self.granted_from(&self.grant_refs(agent))
+    }
+
+    /// The CAN_CALL edges a set of resolved selectors makes.
+    pub(crate) fn granted_from(&self, refs: &[GrantRef]) -> BTreeMap<ToolId, Vec<GrantEdge>> {
         let mut out: BTreeMap<ToolId, Vec<GrantEdge>> = BTreeMap::new();
-        for gk in self.engine.grant_keys_of(agent) {
-            let Some(g) = self.engine.grants.get(gk) else {
-                continue;
-            };
-            for sel in &g.selectors {
-                for id in self.engine.resolve(sel, &gk.namespace).granted() {
-                    out.entry(id).or_default().push(GrantEdge {
-                        grant: gk.to_string(),
-                        selector: sel.raw.clone(),
-                        provenance: g.input.provenance.clone(),
-                    });
-                }
+        for r in refs {
+            let provenance = self
+                .engine
+                .grants
+                .get(&crate::index::parse_object_ref(&r.grant, ""))
+                .map(|g| g.input.provenance.clone())
+                .unwrap_or_default();
+            for id in r.resolution.granted() {
+                out.entry(id).or_default().push(GrantEdge {
+                    grant: r.grant.clone(),
+                    selector: r.selector.clone(),
+                    provenance: provenance.clone(),
+                });
             }
         }
         out

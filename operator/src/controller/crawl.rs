@@ -1,6 +1,12 @@
 //! Crawl scheduling: every MCPServer is crawled every `crawl.intervalSeconds` and at once
 //! when its spec changes, with bounded concurrency across servers and per-server
 //! exponential backoff with jitter on failure.
+//!
+//! After a good crawl the server's session is kept open (up to [`MAX_WATCHED`] of them)
+//! to hear `notifications/*/list_changed`; one brings the next crawl forward (no sooner
+//! than [`EARLY_MIN_GAP`] after the last). The interval still applies: notifications are
+//! unreliable in practice, and a kept session is dropped when its server's next crawl
+//! starts, its spec changes or it is removed.
 //! Results go back to the index task, which owns the engine and every status write.
 
 use super::watch::Msg;
@@ -14,7 +20,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, mpsc, watch};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
+
+/// Sessions kept open for list-changed notifications, across all servers. Past it a
+/// server is not watched: its scheduled re-list still applies.
+pub const MAX_WATCHED: usize = 256;
+
+/// A list-changed notification crawls again no sooner than this after the last crawl
+/// ended (or the interval, if shorter), so a server that announces a change on every
+/// listing cannot keep the crawler busy.
+pub const EARLY_MIN_GAP: Duration = Duration::from_secs(5);
 
 /// What the scheduler needs of one MCPServer; a change of any field crawls at once.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,6 +108,51 @@ struct Slot {
     due: Instant,
     failures: u32,
     running: bool,
+    /// When the last crawl ended.
+    last: Option<Instant>,
+}
+
+/// The sessions kept open after good crawls, one per server at most.
+#[derive(Default)]
+struct Watches {
+    tasks: JoinSet<(ObjKey, crawler::WatchEnd)>,
+    held: BTreeMap<ObjKey, AbortHandle>,
+}
+
+impl Watches {
+    /// Stop watching `key` (its session closes).
+    fn drop_watch(&mut self, key: &ObjKey) {
+        if let Some(h) = self.held.remove(key) {
+            h.abort();
+        }
+    }
+
+    fn hold(&mut self, key: ObjKey, watch: crawler::ListChanged) {
+        self.drop_watch(&key);
+        let k = key.clone();
+        let handle = self.tasks.spawn(async move { (k, watch.await) });
+        self.held.insert(key, handle);
+    }
+
+    fn has_room(&self) -> bool {
+        self.held.len() < MAX_WATCHED
+    }
+
+    /// The next watch to end, if it is still the one held for its server.
+    async fn next(&mut self) -> Option<(ObjKey, crawler::WatchEnd)> {
+        loop {
+            match self.tasks.join_next_with_id().await? {
+                Ok((id, (key, end))) => {
+                    if self.held.get(&key).is_some_and(|h| h.id() == id) {
+                        self.held.remove(&key);
+                        return Some((key, end));
+                    }
+                }
+                // Aborted (already forgotten) or panicked: forget it.
+                Err(e) => self.held.retain(|_, h| h.id() != e.id()),
+            }
+        }
+    }
 }
 
 /// Backoff after `failures` consecutive failures: 2^n seconds, at most the interval
@@ -104,12 +164,14 @@ pub fn backoff(failures: u32, interval: Duration) -> Duration {
 }
 
 /// Run the scheduler until the index goes away. `concurrency` 0 disables crawling.
+/// `list_changed` counts the notifications that brought a crawl forward.
 pub fn spawn(
     client: Client,
     net: NetPolicy,
     concurrency: usize,
     mut specs: watch::Receiver<Specs>,
     tx: mpsc::Sender<Msg>,
+    list_changed: prometheus::IntCounter,
 ) {
     if concurrency == 0 {
         tracing::info!("crawling disabled (--crawl-concurrency 0): catalogs come from status");
@@ -118,16 +180,24 @@ pub fn spawn(
     tokio::spawn(async move {
         let permits = Arc::new(Semaphore::new(concurrency));
         let mut slots: BTreeMap<ObjKey, Slot> = BTreeMap::new();
-        let mut running: JoinSet<Outcome> = JoinSet::new();
+        let mut running: JoinSet<(Outcome, Option<crawler::ListChanged>)> = JoinSet::new();
+        let mut watches = Watches::default();
         loop {
             // Follow the spec map: new or changed servers are due now.
             {
                 let current = specs.borrow_and_update().clone();
-                slots.retain(|k, _| current.contains_key(k));
+                slots.retain(|k, _| {
+                    let keep = current.contains_key(k);
+                    if !keep {
+                        watches.drop_watch(k);
+                    }
+                    keep
+                });
                 for (k, spec) in current {
                     match slots.get_mut(&k) {
                         Some(s) if s.spec == spec => {}
                         Some(s) => {
+                            watches.drop_watch(&k);
                             s.spec = spec;
                             s.due = Instant::now();
                             s.failures = 0;
@@ -140,6 +210,7 @@ pub fn spawn(
                                     due: Instant::now(),
                                     failures: 0,
                                     running: false,
+                                    last: None,
                                 },
                             );
                         }
@@ -148,12 +219,15 @@ pub fn spawn(
             }
             let now = Instant::now();
             for (key, slot) in slots.iter_mut().filter(|(_, s)| !s.running && s.due <= now) {
+                // A new crawl replaces the session kept from the last one.
+                watches.drop_watch(key);
                 slot.running = true;
                 let (client, net, permits) = (client.clone(), net.clone(), permits.clone());
                 let (key, spec) = (key.clone(), slot.spec.clone());
+                let keep = watches.has_room();
                 running.spawn(async move {
                     let _permit = permits.acquire_owned().await;
-                    crawl_one(&client, &net, key, spec).await
+                    crawl_one(&client, &net, key, spec, keep).await
                 });
             }
             let next_due = slots.values().filter(|s| !s.running).map(|s| s.due).min();
@@ -166,9 +240,10 @@ pub fn spawn(
             tokio::select! {
                 changed = specs.changed() => if changed.is_err() { return },
                 Some(done) = running.join_next() => {
-                    let Ok(outcome) = done else { continue };
+                    let Ok((outcome, watch)) = done else { continue };
                     if let Some(s) = slots.get_mut(&outcome.key) {
                         s.running = false;
+                        s.last = Some(Instant::now());
                         if outcome.result.is_ok() {
                             s.failures = 0;
                             s.due = Instant::now() + s.spec.interval;
@@ -176,9 +251,33 @@ pub fn spawn(
                             s.failures += 1;
                             s.due = Instant::now() + backoff(s.failures, s.spec.interval);
                         }
+                        // Kept only for the spec it was crawled with, and while there
+                        // is room; otherwise dropping it closes the session.
+                        if let Some(w) = watch
+                            && s.spec == outcome.spec
+                            && watches.has_room()
+                        {
+                            watches.hold(outcome.key.clone(), w);
+                        }
                     }
                     if tx.send(Msg::Crawled(Box::new(outcome))).await.is_err() {
                         return;
+                    }
+                }
+                Some((key, end)) = watches.next() => {
+                    if let Some(s) = slots.get_mut(&key).filter(|s| !s.running) {
+                        match end {
+                            crawler::WatchEnd::ListChanged => {
+                                list_changed.inc();
+                                let gap = EARLY_MIN_GAP.min(s.spec.interval);
+                                let earliest = s.last.map_or(Instant::now(), |t| t + gap);
+                                s.due = s.due.min(earliest.max(Instant::now()));
+                                tracing::info!(server = %key, "list changed; re-crawling early");
+                            }
+                            crawler::WatchEnd::Closed => {
+                                tracing::debug!(server = %key, "watched session ended; the interval applies");
+                            }
+                        }
                     }
                 }
                 _ = sleep => {}
@@ -187,34 +286,50 @@ pub fn spawn(
     });
 }
 
-async fn crawl_one(client: &Client, net: &NetPolicy, key: ObjKey, spec: CrawlSpec) -> Outcome {
+/// Crawl one server; with `keep`, also return the session kept to watch for list
+/// changes (when the server announced them).
+async fn crawl_one(
+    client: &Client,
+    net: &NetPolicy,
+    key: ObjKey,
+    spec: CrawlSpec,
+    keep: bool,
+) -> (Outcome, Option<crawler::ListChanged>) {
     let started = Instant::now();
     let span = tracing::info_span!("crawl", server = %key);
     let result = async {
         let headers = read_headers(client, &key.namespace, &spec.headers).await?;
-        crawler::crawl(&spec.target(headers), net)
-            .await
-            .map_err(|e| Failure {
-                reason: e.reason(),
-                message: e.to_string(),
-            })
+        let target = spec.target(headers);
+        let crawled = if keep {
+            crawler::crawl_and_watch(&target, net).await
+        } else {
+            crawler::crawl(&target, net).await.map(|c| (c, None))
+        };
+        crawled.map_err(|e| Failure {
+            reason: e.reason(),
+            message: e.to_string(),
+        })
     };
     let result = tracing::Instrument::instrument(result, span).await;
-    match &result {
-        Ok(c) => {
-            tracing::info!(server = %key, tools = c.tools.len(), elapsed_ms = started.elapsed().as_millis() as u64, "crawled")
+    let duration = started.elapsed();
+    let (result, watch) = match result {
+        Ok((c, watch)) => {
+            tracing::info!(server = %key, tools = c.tools.len(), elapsed_ms = duration.as_millis() as u64, watching = watch.is_some(), "crawled");
+            (Ok(c), watch)
         }
         Err(f) => {
-            tracing::warn!(server = %key, reason = f.reason, message = %f.message, "crawl failed")
+            tracing::warn!(server = %key, reason = f.reason, message = %f.message, "crawl failed");
+            (Err(f), None)
         }
-    }
-    Outcome {
+    };
+    let outcome = Outcome {
         key,
         spec,
         finished: jiff::Timestamp::now(),
-        duration: started.elapsed(),
+        duration,
         result,
-    }
+    };
+    (outcome, watch)
 }
 
 /// Header values from Secrets in the server's namespace. Never logged.

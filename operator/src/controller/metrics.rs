@@ -2,7 +2,8 @@
 //! read 0 before the first event.
 
 use prometheus::{
-    Histogram, HistogramOpts, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 #[derive(Clone)]
@@ -22,6 +23,8 @@ pub struct Metrics {
     pub crawl_failures: IntCounterVec,
     pub crawl_last_success: IntGaugeVec,
     pub catalog_tools: IntGaugeVec,
+    /// List-changed notifications that brought a crawl forward.
+    pub crawl_list_changed: IntCounter,
 }
 
 pub const KINDS: [&str; 4] = ["MCPServer", "Agent", "Policy", "Grant"];
@@ -92,6 +95,11 @@ impl Metrics {
             &["namespace", "server"],
         )
         .expect("valid metric");
+        let crawl_list_changed = IntCounter::new(
+            "mcpgov_crawl_list_changed_total",
+            "List-changed notifications from watched servers that brought a crawl forward",
+        )
+        .expect("valid metric");
         for k in KINDS {
             for r in ["written", "skipped", "error", "timeout"] {
                 status_writes.with_label_values(&[k, r]);
@@ -114,6 +122,7 @@ impl Metrics {
             Box::new(crawl_failures.clone()),
             Box::new(crawl_last_success.clone()),
             Box::new(catalog_tools.clone()),
+            Box::new(crawl_list_changed.clone()),
         ] {
             registry.register(c).expect("unique metric");
         }
@@ -128,6 +137,7 @@ impl Metrics {
             crawl_failures,
             crawl_last_success,
             catalog_tools,
+            crawl_list_changed,
         }
     }
 

@@ -52,6 +52,7 @@ pub async fn run(config: Config) -> Result<(), String> {
         config.crawl_concurrency,
         specs_rx,
         tx.clone(),
+        metrics.crawl_list_changed.clone(),
     );
     let writer = writer::Writer::new(client, metrics.clone());
     let index = index::Index::new(config, writer, metrics, ready, specs_tx);

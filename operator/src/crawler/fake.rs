@@ -36,6 +36,9 @@ struct Behavior {
     tools_delay: Option<Duration>,
     /// The SSE `endpoint` event's data, when not the server's own message path.
     sse_endpoint: Option<String>,
+    /// Streamable HTTP with a session: `initialize` assigns `Mcp-Session-Id`, a GET of
+    /// the MCP path with it opens the standalone stream, DELETE ends it.
+    session: bool,
 }
 
 impl Default for Behavior {
@@ -61,6 +64,7 @@ impl Default for Behavior {
             redirect_to: None,
             tools_delay: None,
             sse_endpoint: None,
+            session: false,
         }
     }
 }
@@ -72,11 +76,42 @@ struct Fake {
     /// Values of `x-test-key` seen on requests.
     keys: Mutex<Vec<String>>,
     sse: Mutex<HashMap<String, mpsc::UnboundedSender<String>>>,
+    /// Open streams that server-initiated notifications go to: standalone GET streams
+    /// (no subscription) and `subscriptions/listen` streams (its id).
+    streams: Mutex<Vec<(Option<Value>, mpsc::UnboundedSender<String>)>>,
+    /// DELETEs of the HTTP session.
+    deletes: Mutex<usize>,
 }
 
 type Shared = Arc<Fake>;
 
 impl Fake {
+    /// Send a notification on every open stream: legacy SSE sessions, standalone GET
+    /// streams, and listen streams (stamped with their subscription id).
+    fn push(&self, method: &str) {
+        let plain = json!({"jsonrpc": "2.0", "method": method});
+        let event = |v: &Value| format!("event: message\ndata: {v}\n\n");
+        for tx in self.sse.lock().unwrap().values() {
+            let _ = tx.send(event(&plain));
+        }
+        for (sub, tx) in self.streams.lock().unwrap().iter() {
+            let msg = match sub {
+                Some(id) => json!({"jsonrpc": "2.0", "method": method,
+                    "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}}}),
+                None => plain.clone(),
+            };
+            let _ = tx.send(event(&msg));
+        }
+    }
+
+    /// Streams the client still holds (by kind: SSE sessions, GET and listen streams).
+    fn open_streams(&self) -> usize {
+        let sse = self.sse.lock().unwrap();
+        let streams = self.streams.lock().unwrap();
+        sse.values().filter(|t| !t.is_closed()).count()
+            + streams.iter().filter(|(_, t)| !t.is_closed()).count()
+    }
+
     fn methods(&self) -> Vec<String> {
         let log = self.log.lock().unwrap();
         log.iter()
@@ -166,6 +201,40 @@ fn json_response(v: &Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
 }
 
+/// An event stream fed by `rx` until either side drops.
+fn event_stream(rx: mpsc::UnboundedReceiver<String>) -> Response {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|s| (Ok::<_, std::convert::Infallible>(s), rx))
+    });
+    (
+        [(header::CONTENT_TYPE, "text/event-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+const FAKE_SESSION: &str = "fake-session-1";
+
+/// GET of the MCP path: the standalone stream of a session, where there are sessions.
+async fn mcp_get(State(f): State<Shared>, headers: HeaderMap) -> Response {
+    let in_session = headers
+        .get("mcp-session-id")
+        .is_some_and(|v| v == FAKE_SESSION);
+    if !f.behavior.session || !in_session {
+        return StatusCode::METHOD_NOT_ALLOWED.into_response();
+    }
+    let (tx, rx) = mpsc::unbounded_channel::<String>();
+    f.streams.lock().unwrap().push((None, tx));
+    event_stream(rx)
+}
+
+async fn mcp_delete(State(f): State<Shared>) -> StatusCode {
+    *f.deletes.lock().unwrap() += 1;
+    StatusCode::OK
+}
+
 async fn mcp_post(State(f): State<Shared>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     if let Some(r) = f.refusal() {
         return r;
@@ -183,6 +252,19 @@ async fn mcp_post(State(f): State<Shared>, uri: Uri, headers: HeaderMap, body: B
             .into_response();
     }
     let msg: Value = serde_json::from_slice(&body).unwrap();
+    if msg["method"] == "subscriptions/listen" && f.behavior.modern {
+        // The response is the stream: the acknowledgment first, then notifications.
+        f.log.lock().unwrap().push(msg.clone());
+        let id = msg["id"].clone();
+        let ack = json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": msg["params"]["notifications"],
+                       "_meta": {"io.modelcontextprotocol/subscriptionId": id}}});
+        let (tx, rx) = mpsc::unbounded_channel::<String>();
+        tx.send(format!("event: message\ndata: {ack}\n\n")).unwrap();
+        f.streams.lock().unwrap().push((Some(id), tx));
+        return event_stream(rx);
+    }
+    let initialize = msg["method"] == "initialize";
     if msg["method"] == "server/discover" && !f.behavior.modern {
         // What a stateful 2025-11-25 server says to a request outside a session.
         f.log.lock().unwrap().push(msg);
@@ -193,7 +275,14 @@ async fn mcp_post(State(f): State<Shared>, uri: Uri, headers: HeaderMap, body: B
         return resp;
     }
     match f.handle(&headers, msg).await {
-        Some(reply) => json_response(&reply),
+        Some(reply) => {
+            let mut resp = json_response(&reply);
+            if initialize && f.behavior.session {
+                resp.headers_mut()
+                    .insert("mcp-session-id", FAKE_SESSION.parse().unwrap());
+            }
+            resp
+        }
         None => StatusCode::ACCEPTED.into_response(),
     }
 }
@@ -215,16 +304,7 @@ async fn sse_get(State(f): State<Shared>, headers: HeaderMap) -> Response {
     tx.send(format!(": hello\n\nevent: endpoint\ndata: {endpoint}\n\n"))
         .unwrap();
     f.sse.lock().unwrap().insert(id, tx);
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|s| (Ok::<_, std::convert::Infallible>(s), rx))
-    });
-    (
-        [(header::CONTENT_TYPE, "text/event-stream")],
-        Body::from_stream(stream),
-    )
-        .into_response()
+    event_stream(rx)
 }
 
 async fn sse_post(State(f): State<Shared>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
@@ -248,12 +328,11 @@ async fn start(behavior: Behavior) -> (SocketAddr, Shared) {
         log: Mutex::default(),
         keys: Mutex::default(),
         sse: Mutex::default(),
+        streams: Mutex::default(),
+        deletes: Mutex::default(),
     });
     let app = Router::new()
-        .route(
-            "/mcp",
-            get(|| async { StatusCode::METHOD_NOT_ALLOWED }).post(mcp_post),
-        )
+        .route("/mcp", get(mcp_get).post(mcp_post).delete(mcp_delete))
         .route("/moved", axum::routing::post(mcp_post))
         .route("/sse", get(sse_get))
         .route("/message", axum::routing::post(sse_post))
@@ -725,6 +804,9 @@ async fn an_oversized_response_is_over_max_bytes_not_buffered() {
         );
     }
 }
+
+#[cfg(test)]
+mod watch;
 
 #[test]
 fn the_crawl_future_can_be_spawned() {

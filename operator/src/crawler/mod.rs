@@ -1,10 +1,11 @@
 //! The crawler's client core: connect to one MCP server, negotiate the protocol, list its
 //! tools, resources and resource templates, and return a bounded, digested catalog.
 //!
-//! This module owns the public API ([`crawl`], [`Target`], [`NetPolicy`], [`Catalog`] and
-//! [`CrawlError`]); the work is split into:
+//! This module owns the public API ([`crawl`], [`crawl_and_watch`], [`Target`],
+//! [`NetPolicy`], [`Catalog`], [`ListChanged`] and [`CrawlError`]); the work is split into:
 //! - `guard`: the SSRF guard (address classification, guarded DNS, redirect policy);
 //! - `session`: the MCP session over rmcp (handshake, per-request timeouts, error mapping);
+//! - `changes`: the client handler, and watching a kept session for list changes;
 //! - `sse`: a small legacy HTTP+SSE client transport, which rmcp no longer ships;
 //! - `listing`: paging with a page cap and repeated-cursor detection, and the caps;
 //! - `catalog`: the retained catalog types and their digests;
@@ -14,6 +15,7 @@
 //! partial or stale catalog ever leaves this module.
 
 mod catalog;
+mod changes;
 mod error;
 mod guard;
 mod listing;
@@ -26,6 +28,7 @@ mod fake;
 use std::time::{Duration, Instant};
 
 pub use catalog::{Annotations, Catalog, Resource, ResourceTemplate, Tool};
+pub use changes::{ListChanged, WatchEnd};
 pub use error::CrawlError;
 pub use guard::address_refusal;
 pub use listing::MAX_PAGES_PER_LIST;
@@ -97,6 +100,28 @@ impl Default for NetPolicy {
 /// Every request is bounded by `target.request_timeout` and the whole crawl by
 /// `target.deadline`; the connection is closed before returning.
 pub async fn crawl(target: &Target, net: &NetPolicy) -> Result<Catalog, CrawlError> {
+    crawl_inner(target, net, false).await.map(|(c, _)| c)
+}
+
+/// [`crawl`], and then, when the server announced list-changed notifications, keep the
+/// session open and return it as a [`ListChanged`] watch that resolves on the first
+/// such notification or when the session ends, and closes the session when dropped.
+///
+/// At 2026-07-28 the watch needs a `subscriptions/listen` stream, opened within the
+/// crawl's bounds; a server that refuses it is simply not watched. The catalog never
+/// depends on the watch.
+pub async fn crawl_and_watch(
+    target: &Target,
+    net: &NetPolicy,
+) -> Result<(Catalog, Option<ListChanged>), CrawlError> {
+    crawl_inner(target, net, true).await
+}
+
+async fn crawl_inner(
+    target: &Target,
+    net: &NetPolicy,
+    keep: bool,
+) -> Result<(Catalog, Option<ListChanged>), CrawlError> {
     let deadline = Instant::now() + target.deadline;
     let work = async {
         let mut session = session::Session::open(target, net, deadline).await?;
@@ -106,8 +131,21 @@ pub async fn crawl(target: &Target, net: &NetPolicy) -> Result<Catalog, CrawlErr
             max_pages: MAX_PAGES_PER_LIST,
         };
         let listed = listing::list_catalog(&session, caps).await;
-        session.close();
-        catalog::finish(session.agreed(), listed?)
+        let agreed = session.agreed();
+        let catalog = match listed {
+            Ok(listed) => catalog::finish(agreed, listed)?,
+            Err(e) => {
+                session.close();
+                return Err(e);
+            }
+        };
+        let watch = if keep {
+            session.into_watch().await
+        } else {
+            session.close();
+            None
+        };
+        Ok((catalog, watch))
     };
     // The per-request bounds inside cannot see the time spent between requests, so the
     // whole crawl is bounded here too; dropping `work` drops the session, which closes it.

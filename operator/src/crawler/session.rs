@@ -7,12 +7,13 @@
 //! page. The cache is also switched off, in case a later rmcp routes more through it.
 
 use super::catalog::Agreed;
+use super::changes::{Handler, ListChanged};
 use super::error::{self, CrawlError};
 use super::{NetPolicy, Target, Transport, guard, sse};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, ErrorCode, Implementation,
     InitializeRequestParams, PaginatedRequestParams, ProtocolVersion, RequestOptionalParam,
-    ServerCapabilities,
+    ServerCapabilities, SubscriptionFilter,
 };
 use rmcp::service::{
     ClientCacheConfig, ClientLifecycleMode, RoleClient, RunningService, serve_client_with_lifecycle,
@@ -23,6 +24,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// `clientInfo.name` on every crawl; the version is this crate's.
 pub const CLIENT_NAME: &str = "mcpgov-crawler";
@@ -129,9 +131,13 @@ impl ListKind {
 }
 
 pub(crate) struct Session {
-    running: Option<RunningService<RoleClient, ClientConfig>>,
+    running: Option<RunningService<RoleClient, Handler>>,
+    /// Raised by the handler on a list-changed notification.
+    changed: Arc<Notify>,
     failure: FailureSlot,
     agreed: Agreed,
+    /// 2026-07-28 or later: list changes come only through `subscriptions/listen`.
+    modern: bool,
     server_capabilities: ServerCapabilities,
     request_timeout: Duration,
     deadline: Instant,
@@ -170,6 +176,8 @@ impl Session {
         let limit = response_limit(target.max_bytes);
         let rt = target.request_timeout;
         let started = Instant::now();
+        let handler = Handler::new(client_config());
+        let changed = handler.changed();
         let running = match target.transport {
             Transport::StreamableHttp => {
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
@@ -195,7 +203,7 @@ impl Session {
                     rt.saturating_mul(2),
                     deadline,
                     "initialize",
-                    serve_client_with_lifecycle(client_config(), transport, lifecycle),
+                    serve_client_with_lifecycle(handler, transport, lifecycle),
                 )
                 .await?
             }
@@ -213,7 +221,7 @@ impl Session {
                     deadline,
                     "initialize",
                     serve_client_with_lifecycle(
-                        client_config(),
+                        handler,
                         transport,
                         ClientLifecycleMode::Initialize,
                     ),
@@ -262,8 +270,10 @@ impl Session {
         );
         Ok(Session {
             running: Some(running),
+            changed,
             failure,
             agreed,
+            modern: version >= ProtocolVersion::V_2026_07_28,
             server_capabilities: info.capabilities.clone(),
             request_timeout: rt,
             deadline,
@@ -310,6 +320,53 @@ impl Session {
                 self.max_bytes,
             )),
         }
+    }
+
+    /// The list-changed notifications the server announced (`listChanged` on tools,
+    /// resources or prompts); empty when it announced none.
+    fn announced_changes(&self) -> SubscriptionFilter {
+        SubscriptionFilter::builder()
+            .tools_list_changed()
+            .resources_list_changed()
+            .prompts_list_changed()
+            .build()
+            .supported_by(&self.server_capabilities)
+    }
+
+    /// Keep the session open to hear of list changes; `None` (and the session closed)
+    /// when the server announced none or, at 2026-07-28, would not open a
+    /// `subscriptions/listen` stream within the request timeout. Never fails the crawl.
+    pub async fn into_watch(mut self) -> Option<ListChanged> {
+        let wanted = self.announced_changes();
+        if wanted == SubscriptionFilter::default() {
+            return None;
+        }
+        let subscription = if self.modern {
+            let peer = self.running.as_ref()?.peer().clone();
+            let listen = peer.listen(wanted);
+            match bounded(
+                self.request_timeout,
+                self.deadline,
+                "subscriptions/listen",
+                listen,
+            )
+            .await
+            {
+                Ok(Ok(sub)) => Some(sub),
+                Ok(Err(e)) => {
+                    tracing::debug!(error = %e, "subscriptions/listen refused; not watching");
+                    return None;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "subscriptions/listen unanswered; not watching");
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
+        let running = self.running.take()?;
+        Some(ListChanged::new(running, self.changed.clone(), subscription))
     }
 
     /// Close in the background (bounded): the catalog does not wait for the goodbye.
