@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -26,7 +27,9 @@ import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server import Server
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.sse import SseServerTransport
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.routing import Mount, Route
@@ -54,6 +57,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="pad each tool description to BYTES bytes")
     p.add_argument("--variant-file", metavar="PATH",
                    help="read the tool list from this JSON file at every tools/list")
+    p.add_argument("--notify-on-change", action="store_true",
+                   help="with --variant-file: send notifications/tools/list_changed to every "
+                        "live session when the file changes (polled every 200 ms)")
     p.add_argument("--no-resources", action="store_true",
                    help="no resources, templates or prompts: those list methods answer -32601")
     p.add_argument("--no-sse", action="store_true", help="do not serve the SSE transport at /sse")
@@ -63,6 +69,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.tools < 0 or args.page_size < 0 or args.big_descriptions < 0:
         p.error("--tools, --page-size and --big-descriptions must not be negative")
+    if args.notify_on_change and not args.variant_file:
+        p.error("--notify-on-change needs --variant-file")
     return args
 
 
@@ -135,9 +143,80 @@ def tools_from_file(path: str, desc_bytes: int) -> list[types.Tool]:
         raise MCPError(code=types.INTERNAL_ERROR, message=f"cannot read variant file {path}: {e}") from None
 
 
+# --- list-changed notifications -----------------------------------------------
+
+POLL_SECONDS = 0.2
+MAX_TRACKED_SESSIONS = 1000
+
+
+class ChangeNotifier:
+    """--notify-on-change: tells clients when the variant file changes.
+
+    Two eras, two routes. Handshake sessions (`initialize`: streamable HTTP with
+    a session id, and SSE) get the notification on their standalone channel (the
+    GET stream, the SSE stream); they are remembered from their tools/list
+    requests, keyed by the transport's session id. 2026-07-28 clients have no
+    standing channel: they open a `subscriptions/listen` stream, served by the
+    SDK's `ListenHandler`, and the notifier publishes on its bus.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.bus = InMemorySubscriptionBus()
+        self.listen = ListenHandler(self.bus)
+        # session key -> the latest request's ServerSession (its standalone channel
+        # is the connection's, so any request of the session will do).
+        self.sessions: dict[str, Any] = {}
+
+    def track(self, ctx: Any) -> None:
+        request = getattr(ctx, "request", None)
+        if request is None:
+            return
+        key = request.headers.get("mcp-session-id") or request.query_params.get("session_id")
+        if not key:
+            return  # stateless or 2026-07-28: nothing to push to outside a request
+        self.sessions.pop(key, None)
+        self.sessions[key] = ctx.session
+        while len(self.sessions) > MAX_TRACKED_SESSIONS:
+            self.sessions.pop(next(iter(self.sessions)))
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    async def run(self) -> None:
+        last = self._stamp()
+        while True:
+            await asyncio.sleep(POLL_SECONDS)
+            now = self._stamp()
+            if now == last:
+                continue
+            last = now
+            print(f"testserver: {self.path} changed; notifying "
+                  f"{len(self.sessions)} session(s) and listen streams", file=sys.stderr, flush=True)
+            await self.bus.publish(ToolsListChanged())
+            for key, session in list(self.sessions.items()):
+                try:
+                    await session.send_tool_list_changed()
+                except Exception as e:  # a gone session: forget it
+                    print(f"testserver: session {key}: {e!r}", file=sys.stderr, flush=True)
+                    self.sessions.pop(key, None)
+
+
+class NotifyingServer(Server[Any]):
+    """A Server whose handshake announces `tools.listChanged` (for --notify-on-change)."""
+
+    def create_initialization_options(self, notification_options: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True), *args, **kwargs)
+
+
 # --- server ------------------------------------------------------------------
 
-def build_server(args: argparse.Namespace) -> Server[Any]:
+def build_server(args: argparse.Namespace, notifier: ChangeNotifier | None = None) -> Server[Any]:
     static_tools = generated_tools(args.tools, args.big_descriptions)
 
     def current_tools() -> list[types.Tool]:
@@ -146,6 +225,8 @@ def build_server(args: argparse.Namespace) -> Server[Any]:
         return static_tools
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        if notifier is not None:
+            notifier.track(ctx)
         if args.hang_list:
             await anyio.sleep_forever()
         tools = current_tools()
@@ -235,6 +316,11 @@ def build_server(args: argparse.Namespace) -> Server[Any]:
     # Without those handlers the SDK answers the methods with -32601 (Method
     # not found) and leaves resources/prompts out of the capabilities.
 
+    if notifier is not None:
+        # Served, it also makes 2026-07-28 capabilities announce listChanged.
+        handlers["on_subscriptions_listen"] = notifier.listen
+        return NotifyingServer(args.name, version=args.server_version,
+                               instructions="Test server for mcpgov's e2e suite.", **handlers)
     return Server(args.name, version=args.server_version,
                   instructions="Test server for mcpgov's e2e suite.", **handlers)
 
@@ -284,8 +370,8 @@ class BearerGate:
         await send({"type": "http.response.body", "body": body})
 
 
-def build_app(args: argparse.Namespace) -> Any:
-    server = build_server(args)
+def build_app(args: argparse.Namespace, notifier: ChangeNotifier | None = None) -> Any:
+    server = build_server(args, notifier)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
@@ -307,10 +393,12 @@ def build_app(args: argparse.Namespace) -> Any:
 
 
 async def serve(args: argparse.Namespace) -> int:
-    config = uvicorn.Config(build_app(args), host=args.host, port=args.port, log_level="warning",
+    notifier = ChangeNotifier(args.variant_file) if args.notify_on_change else None
+    config = uvicorn.Config(build_app(args, notifier), host=args.host, port=args.port, log_level="warning",
                             lifespan="on", timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
+    watcher = asyncio.create_task(notifier.run()) if notifier is not None else None
     while not server.started:
         if task.done():
             await task
@@ -320,6 +408,8 @@ async def serve(args: argparse.Namespace) -> int:
     port = server.servers[0].sockets[0].getsockname()[1]
     print(f"READY {port}", flush=True)
     await task
+    if watcher is not None:
+        watcher.cancel()
     return 0
 
 

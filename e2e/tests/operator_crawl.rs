@@ -258,3 +258,78 @@ stringData: {token: "Bearer s3cret-token", wrong: "Bearer nope"}
     .await;
     op.stop();
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_list_changed_notification_re_crawls_before_the_interval() {
+    let client = client().await;
+    let ns = namespace(&client, "listchanged").await;
+    let dir = std::env::temp_dir().join(format!("mcpgov-variant-{ns}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let variant = dir.join("tools.json");
+    let write = |tools: serde_json::Value| std::fs::write(&variant, tools.to_string()).unwrap();
+    write(serde_json::json!([
+        {"name": "read_doc", "description": "Read a document"},
+        {"name": "delete_doc", "description": "Delete a document"}
+    ]));
+    let srv = McpServer::start(
+        "testserver",
+        &[
+            "--variant-file",
+            variant.to_str().unwrap(),
+            "--notify-on-change",
+        ],
+    );
+    let op = Operator::start_crawling(&ns, 300).await;
+    // An hour between scheduled crawls: within the test only a notification re-crawls.
+    // Streamable HTTP speaks 2026-07-28 with this server (a `subscriptions/listen`
+    // stream); SSE is a handshake session (notifications on its event stream).
+    let sse_url = srv.sse_url.clone().expect("the testserver serves SSE");
+    apply(
+        &client,
+        &ns,
+        &format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: docs-http}}
+spec:
+  endpoint: {{url: "{}", timeoutSeconds: 5}}
+  crawl: {{intervalSeconds: 3600}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: docs-sse}}
+spec:
+  endpoint: {{url: "{sse_url}", transport: SSE, timeoutSeconds: 5}}
+  crawl: {{intervalSeconds: 3600}}
+"#,
+            srv.url
+        ),
+    )
+    .await
+    .unwrap();
+    let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+    let tool_count =
+        |n: i64| move |s: &MCPServer| s.status.as_ref().is_some_and(|st| st.tool_count == Some(n));
+    let mut first = Vec::new();
+    for name in ["docs-http", "docs-sse"] {
+        let s = wait_for(&servers, name, "first crawl: 2 tools", tool_count(2)).await;
+        first.push(s.status.unwrap().last_successful_crawl_time.unwrap());
+    }
+
+    // The server drops a tool and says so; the crawler listens and lists again.
+    write(serde_json::json!([
+        {"name": "read_doc", "description": "Read a document"}
+    ]));
+    for (name, before) in ["docs-http", "docs-sse"].into_iter().zip(first) {
+        let s = wait_for(&servers, name, "a re-crawl: 1 tool", tool_count(1)).await;
+        let st = s.status.unwrap();
+        assert_eq!(st.tools.len(), 1, "{name}");
+        assert!(
+            st.last_successful_crawl_time.as_deref() > Some(before.as_str()),
+            "{name}: a new crawl"
+        );
+    }
+    op.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,7 +15,10 @@ fn main() {
     let now = jiff::Timestamp::now();
     let t = Instant::now();
     let ev = engine.evaluator(now);
-    let evals: Vec<_> = engine.agents().map(|a| ev.evaluate_agent(&a.key, None).unwrap()).collect();
+    let evals: Vec<_> = engine
+        .agents()
+        .map(|a| ev.evaluate_agent(&a.key, None).unwrap())
+        .collect();
     println!("evaluate all agents (no bundles): {:?}", t.elapsed());
     let t = Instant::now();
     for e in &evals {
@@ -31,10 +34,20 @@ fn main() {
         tools += e.tools.len();
         bytes += ev.bundle_of(&e).unwrap().bytes.len();
     }
-    println!("evaluate all agents + bundles: {:?} ({tools} decisions, {bytes} bundle bytes)", t.elapsed());
+    println!(
+        "evaluate all agents + bundles: {:?} ({tools} decisions, {bytes} bundle bytes)",
+        t.elapsed()
+    );
     let mut engine = engine;
-    let grant = objects.iter().rev().find(|o| matches!(o, Object::Grant(_))).unwrap().clone();
-    let Object::Grant(mut g) = grant else { unreachable!() };
+    let grant = objects
+        .iter()
+        .rev()
+        .find(|o| matches!(o, Object::Grant(_)))
+        .unwrap()
+        .clone();
+    let Object::Grant(mut g) = grant else {
+        unreachable!()
+    };
     g.tools.push("srv-000::read_0003".into());
     let t = Instant::now();
     let impact = engine.apply(Object::Grant(g));
@@ -43,9 +56,19 @@ fn main() {
         let e = ev.evaluate_agent(a, None).unwrap();
         ev.bundle_of(&e).unwrap();
     }
-    println!("one grant change: {:?} ({} agent(s))", t.elapsed(), impact.agents.len());
-    let policy = objects.iter().find(|o| matches!(o, Object::Policy(p) if p.key.namespace != "mcpgov-system")).unwrap().clone();
-    let Object::Policy(mut p) = policy else { unreachable!() };
+    println!(
+        "one grant change: {:?} ({} agent(s))",
+        t.elapsed(),
+        impact.agents.len()
+    );
+    let policy = objects
+        .iter()
+        .find(|o| matches!(o, Object::Policy(p) if p.key.namespace != "mcpgov-system"))
+        .unwrap()
+        .clone();
+    let Object::Policy(mut p) = policy else {
+        unreachable!()
+    };
     p.resources[0].uri = "file:///data/srv-001/obj-0001".into();
     let t = Instant::now();
     let impact = engine.apply(Object::Policy(p));
@@ -54,5 +77,9 @@ fn main() {
         let e = ev.evaluate_agent(a, None).unwrap();
         ev.bundle_of(&e).unwrap();
     }
-    println!("one policy change: {:?} ({} agent(s))", t.elapsed(), impact.agents.len());
+    println!(
+        "one policy change: {:?} ({} agent(s))",
+        t.elapsed(),
+        impact.agents.len()
+    );
 }

@@ -104,19 +104,27 @@ impl Evaluator<'_> {
         // The inputs that can decide this agent: servers its namespace sees, Policies
         // that govern those servers' namespaces, and its Grants.
         let home = &eval.agent.namespace;
+        // Servers a Grant selector of the agent can name (their catalogs decide what
+        // the selectors resolve to) and the Policies its granted tools reach.
+        let selectors: Vec<_> = engine
+            .grant_keys_of(&eval.agent)
+            .filter_map(|k| engine.grants.get(k))
+            .flat_map(|g| g.selectors.iter())
+            .collect();
         let servers: Vec<_> = engine
             .servers
             .values()
-            .filter(|s| &s.input.key.namespace == home || s.input.sharing.allows(home))
-            .collect();
-        let policies: Vec<(&ObjKey, &str)> = engine
-            .policies
-            .values()
-            .filter(|p| {
-                servers.iter().any(|s| {
-                    engine.policy_scope_covers(&p.input.key.namespace, &s.input.key.namespace)
-                })
+            .filter(|s| {
+                s.visible_from(home)
+                    && selectors
+                        .iter()
+                        .any(|sel| engine.selector_could_match(sel, home, &s.input.key))
             })
+            .collect();
+        let policies: Vec<(&ObjKey, &str)> = eval
+            .reached_policies
+            .iter()
+            .filter_map(|k| engine.policies.get(k))
             .map(|p| (&p.input.key, p.digest.as_str()))
             .collect();
         let governance = GovernanceInputs {

@@ -60,7 +60,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -69,12 +69,12 @@ impl Rng {
     }
 
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
     /// True with probability `percent`/100.
     pub fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
+        self.next_u64() % 100 < percent
     }
 }
 
@@ -143,7 +143,11 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
                 access.push(DataAccess {
                     tool: name.clone(),
                     resource: uri,
-                    mode: if name.starts_with("read") { Mode::Reads } else { Mode::Writes },
+                    mode: if name.starts_with("read") {
+                        Mode::Reads
+                    } else {
+                        Mode::Writes
+                    },
                     provenance: prov(&format!("{}::{name}", server_name(s))),
                 });
             }
@@ -151,7 +155,11 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
         out.push(Object::Server(Server {
             key: ObjKey::new(ns_of(s), server_name(s)),
             data_access: access,
-            sharing: if rng.chance(20) { Sharing::All } else { Sharing::None },
+            sharing: if rng.chance(20) {
+                Sharing::All
+            } else {
+                Sharing::None
+            },
             catalog: Some(Catalog {
                 tools,
                 resources: Vec::new(),
@@ -161,7 +169,11 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
     for p in 0..size.policies {
         let platform = p % 5 == 0;
         let s = rng.below(size.servers);
-        let ns = if platform { GOVERNANCE_NS.to_string() } else { ns_of(s) };
+        let ns = if platform {
+            GOVERNANCE_NS.to_string()
+        } else {
+            ns_of(s)
+        };
         let mut resources = Vec::new();
         let mut tools = Vec::new();
         for _ in 0..3 {
@@ -176,7 +188,11 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
             });
         }
         if rng.chance(30) {
-            let prefix = if platform { format!("*/{}", server_name(s)) } else { server_name(s) };
+            let prefix = if platform {
+                format!("*/{}", server_name(s))
+            } else {
+                server_name(s)
+            };
             tools.push(ToolBinding {
                 tool: format!("{prefix}::delete_*"),
                 provenance: prov(&format!("POL-{p}")),
@@ -184,11 +200,19 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
         }
         out.push(Object::Policy(Policy {
             key: ObjKey::new(ns, format!("policy-{p:03}")),
-            effect: if rng.chance(90) { Effect::Deny } else { Effect::Allow },
+            effect: if rng.chance(90) {
+                Effect::Deny
+            } else {
+                Effect::Allow
+            },
             description: None,
             resources,
             tools,
-            exception_namespaces: if platform { Some(vec![namespace(0)]) } else { None },
+            exception_namespaces: if platform {
+                Some(vec![namespace(0)])
+            } else {
+                None
+            },
         }));
     }
     for a in 0..size.agents {

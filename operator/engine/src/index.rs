@@ -329,35 +329,6 @@ impl Engine {
         policy_ns == tool_ns || policy_ns == self.config.governance_namespace
     }
 
-    /// Every agent (existing, or named by a Grant) whose namespace passes `keep`.
-    fn agents_where(&self, keep: impl Fn(&str) -> bool) -> BTreeSet<ObjKey> {
-        self.agents
-            .keys()
-            .chain(self.grants_by_agent.keys())
-            .filter(|k| keep(&k.namespace))
-            .cloned()
-            .collect()
-    }
-
-    /// Agents that see `server`: its namespace's and those it shares with.
-    fn agents_seeing(&self, server: Option<&Server>, namespace: &str) -> BTreeSet<ObjKey> {
-        self.agents_where(|ns| ns == namespace || server.is_some_and(|s| s.sharing.allows(ns)))
-    }
-
-    /// Agents that see a server a Policy in `policy_ns` governs.
-    fn agents_under_policy(&self, policy_ns: &str) -> BTreeSet<ObjKey> {
-        if policy_ns == self.config.governance_namespace {
-            return self.agents_where(|_| true);
-        }
-        let sharing: Vec<&Sharing> = self
-            .servers
-            .values()
-            .filter(|s| s.input.key.namespace == policy_ns)
-            .map(|s| &s.input.sharing)
-            .collect();
-        self.agents_where(|ns| ns == policy_ns || sharing.iter().any(|s| s.allows(ns)))
-    }
-
     /// Agents a change to this object (old or new form) can affect.
     fn impact_of(&self, kind: Kind, key: &ObjKey) -> Impact {
         let mut agents = BTreeSet::new();
@@ -370,10 +341,8 @@ impl Engine {
                     agents.insert(ObjKey::new(&key.namespace, &g.input.agent));
                 }
             }
-            Kind::Policy => agents = self.agents_under_policy(&key.namespace),
-            Kind::MCPServer => {
-                agents = self.agents_seeing(self.server(key), &key.namespace);
-            }
+            Kind::Policy => agents = self.agents_reaching_policy(key),
+            Kind::MCPServer => agents = self.agents_matching_server(key),
         }
         Impact {
             agents,

@@ -14,6 +14,7 @@ pub mod check;
 pub mod estate;
 pub mod findings;
 pub mod glob;
+mod impact;
 pub mod index;
 pub mod key;
 pub mod model;

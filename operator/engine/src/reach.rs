@@ -3,7 +3,7 @@
 //! and shared; only the classification (violation or exception) is per agent.
 
 use crate::glob::UriPattern;
-use crate::index::{CException, Engine};
+use crate::index::{CAccess, CException, CPolicy, CServer, Engine};
 use crate::key::ToolId;
 use crate::model::*;
 use serde::Serialize;
@@ -65,52 +65,16 @@ impl Engine {
             .and_then(|s| s.tools.as_ref())
             .and_then(|t| t.get(&id.name))
             .cloned();
-        let compiled_access: Vec<_> = server
-            .into_iter()
-            .flat_map(|s| s.access.iter())
-            .filter(|a| crate::glob::name_matches(&a.tool, &id.name))
-            .collect();
+        let access = self.access_of(server, id);
         let mut paths = Vec::new();
         for p in self.policies.values() {
-            if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
-                continue;
-            }
-            for (sel, prov) in &p.tools {
-                if sel.matches(id, &p.input.key.namespace) {
-                    paths.push(PolicyPath {
-                        policy: p.input.key.clone(),
-                        effect: p.input.effect,
-                        access: None,
-                        binding: sel.raw.clone(),
-                        policy_provenance: prov.clone(),
-                        patterns: None,
-                    });
-                }
-            }
-            for a in &compiled_access {
-                for (pattern, prov) in &p.resources {
-                    if a.pattern.overlaps(pattern) {
-                        paths.push(PolicyPath {
-                            policy: p.input.key.clone(),
-                            effect: p.input.effect,
-                            access: Some(AccessEdge {
-                                mode: a.mode,
-                                resource: a.pattern.as_str().to_string(),
-                                provenance: a.provenance.clone(),
-                            }),
-                            binding: pattern.as_str().to_string(),
-                            policy_provenance: prov.clone(),
-                            patterns: Some((a.pattern.clone(), pattern.clone())),
-                        });
-                    }
-                }
-            }
+            self.policy_paths(p, id, &access, &mut paths);
         }
         ToolReach {
             id: id.clone(),
             exposed: catalog.is_some(),
             catalog,
-            access: compiled_access
+            access: access
                 .iter()
                 .map(|a| AccessEdge {
                     mode: a.mode,
@@ -119,6 +83,70 @@ impl Engine {
                 })
                 .collect(),
             paths,
+        }
+    }
+
+    /// The dataAccess entries of `server` that name tool `id`.
+    pub(crate) fn access_of<'a>(
+        &self,
+        server: Option<&'a CServer>,
+        id: &ToolId,
+    ) -> Vec<&'a CAccess> {
+        server
+            .into_iter()
+            .flat_map(|s| s.access.iter())
+            .filter(|a| crate::glob::name_matches(&a.tool, &id.name))
+            .collect()
+    }
+
+    /// Whether Policy `p` reaches tool `id` at all (directly or through a resource).
+    pub(crate) fn policy_reaches(&self, p: &CPolicy, id: &ToolId) -> bool {
+        let server = self.servers.get(&ObjKey::new(&id.namespace, &id.server));
+        let mut paths = Vec::new();
+        self.policy_paths(p, id, &self.access_of(server, id), &mut paths);
+        !paths.is_empty()
+    }
+
+    /// Paths from tool `id` (with its dataAccess `access`) to Policy `p`.
+    fn policy_paths(
+        &self,
+        p: &CPolicy,
+        id: &ToolId,
+        access: &[&CAccess],
+        out: &mut Vec<PolicyPath>,
+    ) {
+        if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
+            return;
+        }
+        for (sel, prov) in &p.tools {
+            if sel.matches(id, &p.input.key.namespace) {
+                out.push(PolicyPath {
+                    policy: p.input.key.clone(),
+                    effect: p.input.effect,
+                    access: None,
+                    binding: sel.raw.clone(),
+                    policy_provenance: prov.clone(),
+                    patterns: None,
+                });
+            }
+        }
+        for a in access {
+            for (pattern, prov) in &p.resources {
+                if a.pattern.overlaps(pattern) {
+                    out.push(PolicyPath {
+                        policy: p.input.key.clone(),
+                        effect: p.input.effect,
+                        access: Some(AccessEdge {
+                            mode: a.mode,
+                            resource: a.pattern.as_str().to_string(),
+                            provenance: a.provenance.clone(),
+                        }),
+                        binding: pattern.as_str().to_string(),
+                        policy_provenance: prov.clone(),
+                        patterns: Some((a.pattern.clone(), pattern.clone())),
+                    });
+                }
+            }
         }
     }
 

@@ -47,17 +47,29 @@ fn unrelated_changes_do_not_move_the_bytes_and_related_ones_do() {
     let e2 = engine(objs);
     assert_eq!(bundle(&e1, "qs/vibe-coder"), bundle(&e2, "qs/vibe-coder"));
 
+    // A platform Policy that reaches none of the agent's tools did not decide its
+    // bundle; one that reaches a granted tool (even with an Allow) did.
     let mut objs = quickstart(Profile::Strict);
     objs.push(
         deny("mcpgov-system", "p")
             .resource("file:///nothing")
             .build(),
     );
+    assert_eq!(
+        bundle(&e1, "qs/vibe-coder"),
+        bundle(&engine(objs), "qs/vibe-coder")
+    );
+    let mut objs = quickstart(Profile::Strict);
+    objs.push(
+        allow("mcpgov-system", "p")
+            .resource("file:///demo/notes")
+            .build(),
+    );
     let e3 = engine(objs);
     let (a, b) = (bundle(&e1, "qs/vibe-coder"), bundle(&e3, "qs/vibe-coder"));
     assert_ne!(
         a.governance_digest, b.governance_digest,
-        "a platform Policy is an input"
+        "a Policy reaching a granted tool is an input"
     );
     assert_eq!(a.catalog_digest, b.catalog_digest);
 }

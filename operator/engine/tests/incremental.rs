@@ -42,14 +42,17 @@ fn impact_names_the_agents_a_change_can_move() {
             .map(|k| k.to_string())
             .collect::<Vec<_>>()
     };
-    // A server change reaches its namespace and the namespaces it shares with.
+    // A server change moves the agents whose Grant selectors can name its tools.
     let i = e.apply(server("a", "s").tools(&["t", "u"]).share(&["b"]).build());
     assert_eq!(agents(i), ["a/x", "b/y"]);
-    // A team Policy reaches agents of its namespace and of namespaces it shares with.
-    let i = e.apply(deny("a", "p").resource("x:1").build());
+    // A Policy moves the agents whose granted tools it reaches, in any namespace.
+    let i = e.apply(deny("a", "p").tool("s::t").build());
     assert_eq!(agents(i), ["a/x", "b/y"]);
-    // A platform Policy reaches every agent with a Grant.
-    let i = e.apply(deny("mcpgov-system", "p").resource("x:1").build());
+    // A Policy that reaches no granted tool moves nobody.
+    let i = e.apply(deny("a", "p2").resource("x:1").build());
+    assert!(i.agents.is_empty());
+    // A platform Policy governs every namespace.
+    let i = e.apply(deny("mcpgov-system", "p").tool("*/*::t").build());
     assert_eq!(agents(i), ["a/x", "b/y", "c/z"]);
     // A Grant reaches its agent, before and after a change of agent.
     let i = e.apply(grant("c", "gz", "w", &["other::t"]).build());

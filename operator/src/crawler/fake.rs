@@ -805,7 +805,6 @@ async fn an_oversized_response_is_over_max_bytes_not_buffered() {
     }
 }
 
-#[cfg(test)]
 mod watch;
 
 #[test]

@@ -366,7 +366,11 @@ impl Session {
             None
         };
         let running = self.running.take()?;
-        Some(ListChanged::new(running, self.changed.clone(), subscription))
+        Some(ListChanged::new(
+            running,
+            self.changed.clone(),
+            subscription,
+        ))
     }
 
     /// Close in the background (bounded): the catalog does not wait for the goodbye.
