@@ -361,3 +361,57 @@ async fn read_headers(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crawler::{ListChanged, WatchEnd};
+
+    fn key(name: &str) -> ObjKey {
+        ObjKey {
+            namespace: "ns".into(),
+            name: name.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn watches_report_only_the_watch_still_held() {
+        let mut w = Watches::default();
+        // Replaced before it ends: the first never reports.
+        let (replaced, rx) = tokio::sync::oneshot::channel::<()>();
+        w.hold(
+            key("a"),
+            ListChanged::from_future(async move {
+                let _ = rx.await;
+                WatchEnd::ListChanged
+            }),
+        );
+        w.hold(
+            key("a"),
+            ListChanged::from_future(async { WatchEnd::Closed }),
+        );
+        assert_eq!(w.next().await, Some((key("a"), WatchEnd::Closed)));
+        assert!(w.held.is_empty());
+
+        // Dropped: never reports, and its future is dropped.
+        let (dropped, rx) = tokio::sync::oneshot::channel::<()>();
+        w.hold(
+            key("b"),
+            ListChanged::from_future(async move {
+                let _ = rx.await;
+                WatchEnd::ListChanged
+            }),
+        );
+        w.drop_watch(&key("b"));
+        assert_eq!(w.next().await, None);
+        // Both ended without reporting: their futures (and sessions) are gone.
+        assert!(replaced.is_closed() && dropped.is_closed());
+
+        w.hold(
+            key("c"),
+            ListChanged::from_future(async { WatchEnd::ListChanged }),
+        );
+        assert!(w.has_room());
+        assert_eq!(w.next().await, Some((key("c"), WatchEnd::ListChanged)));
+    }
+}

@@ -116,6 +116,14 @@ impl ListChanged {
     }
 }
 
+#[cfg(test)]
+impl ListChanged {
+    /// A watch that ends as `fut` does, for the scheduler's tests.
+    pub(crate) fn from_future(fut: impl Future<Output = WatchEnd> + Send + 'static) -> Self {
+        ListChanged { fut: Box::pin(fut) }
+    }
+}
+
 fn is_list_changed(n: &ServerNotification) -> bool {
     matches!(
         n,
