@@ -50,3 +50,6 @@ if ! cargo test --locked -p mcpgov-e2e; then
   exit 1
 fi
 echo "e2e suite ran in $(( $(date +%s) - start ))s"
+
+echo "== MCP conformance suite (client scenarios) against the crawler"
+bash e2e/conformance/run.sh

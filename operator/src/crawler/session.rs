@@ -16,7 +16,8 @@ use rmcp::model::{
     ServerCapabilities, SubscriptionFilter,
 };
 use rmcp::service::{
-    ClientCacheConfig, ClientLifecycleMode, RoleClient, RunningService, serve_client_with_lifecycle,
+    ClientCacheConfig, ClientInitializeError, ClientLifecycleMode, RoleClient, RunningService,
+    serve_client_with_lifecycle,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -188,7 +189,7 @@ impl Session {
                     .max_sse_event_size(limit)
                     .control_request_timeout(rt)
                     .max_concurrent_requests(1);
-                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let transport = || StreamableHttpClientTransport::with_client(client.clone(), config.clone());
                 // `server/discover` first (2026-07-28); a server that rejects it as
                 // unknown gets the `initialize` handshake (2025-11-25 and older).
                 let lifecycle = ClientLifecycleMode::Auto {
@@ -199,13 +200,35 @@ impl Session {
                     legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
                 };
                 // Up to two requests: the discover probe and the legacy fallback.
-                bounded(
+                let first = bounded(
                     rt.saturating_mul(2),
                     deadline,
                     "initialize",
-                    serve_client_with_lifecycle(handler, transport, lifecycle),
+                    serve_client_with_lifecycle(handler.clone(), transport(), lifecycle),
                 )
-                .await?
+                .await?;
+                match first {
+                    // Older servers may answer an unknown method (the discover probe)
+                    // with an empty success instead of -32601; rmcp falls back only on
+                    // an error. Anything that is not a discover result means "not a
+                    // 2026-07-28 server": start over with `initialize` on a fresh
+                    // transport, as the spec's backward-compatibility rules ask.
+                    Err(ClientInitializeError::ExpectedInitResult(_)) => {
+                        tracing::debug!(url = %url, "discover probe not understood; initialize instead");
+                        bounded(
+                            rt,
+                            deadline,
+                            "initialize",
+                            serve_client_with_lifecycle(
+                                handler,
+                                transport(),
+                                ClientLifecycleMode::Initialize,
+                            ),
+                        )
+                        .await?
+                    }
+                    other => other,
+                }
             }
             Transport::Sse => {
                 let transport = bounded(
