@@ -63,6 +63,25 @@ impl Operator {
         Self::start_with(namespace, resync_seconds, &["--crawl-concurrency", "0"]).await
     }
 
+    /// Start one of several replicas competing for a Lease in `namespace` (crawling off).
+    pub async fn start_elected(namespace: &str, lease_seconds: u64) -> Operator {
+        let lease = lease_seconds.to_string();
+        Self::start_with(
+            namespace,
+            300,
+            &[
+                "--crawl-concurrency",
+                "0",
+                "--leader-election",
+                "--lease-namespace",
+                namespace,
+                "--lease-duration-seconds",
+                &lease,
+            ],
+        )
+        .await
+    }
+
     /// Start with the crawler on, allowed to reach MCP servers on loopback.
     pub async fn start_crawling(namespace: &str, resync_seconds: u64) -> Operator {
         Self::start_with(namespace, resync_seconds, &["--allow-loopback"]).await

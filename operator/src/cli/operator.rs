@@ -29,6 +29,17 @@ pub struct OperatorArgs {
     crawl_concurrency: usize,
     #[command(flatten)]
     net: NetArgs,
+    /// Compete for a Lease: only the holder writes and crawls (run 2+ replicas).
+    #[arg(long, env = "MCPGOV_LEADER_ELECTION")]
+    leader_election: bool,
+    #[arg(long, default_value = "mcpgov-leader", env = "MCPGOV_LEASE_NAME")]
+    lease_name: String,
+    /// Namespace of the Lease (default: POD_NAMESPACE, else "default").
+    #[arg(long, env = "MCPGOV_LEASE_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// Seconds a lease lasts without renewal: the takeover time after a crash.
+    #[arg(long, default_value_t = 15, env = "MCPGOV_LEASE_DURATION_SECONDS")]
+    lease_duration_seconds: u64,
 }
 
 /// Where the crawler may connect (checked after DNS resolution, on every connect).
@@ -105,6 +116,21 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
         resync: Duration::from_secs(a.resync_seconds.max(1)),
         crawl_concurrency: a.crawl_concurrency,
         net: a.net.policy(),
+        election: a
+            .leader_election
+            .then(|| crate::controller::leader::Election {
+                lease_name: a.lease_name.clone(),
+                lease_namespace: a
+                    .lease_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .unwrap_or_else(|| "default".into()),
+                identity: std::env::var("POD_NAME")
+                    .or_else(|_| std::env::var("HOSTNAME"))
+                    .map(|h| format!("{h}-{:04x}", rand::random::<u16>()))
+                    .unwrap_or_else(|_| format!("mcpgov-{:08x}", rand::random::<u32>())),
+                duration_seconds: a.lease_duration_seconds,
+            }),
     };
     runtime()?
         .block_on(crate::controller::run(config))

@@ -172,6 +172,7 @@ pub fn spawn(
     mut specs: watch::Receiver<Specs>,
     tx: mpsc::Sender<Msg>,
     list_changed: prometheus::IntCounter,
+    leader: Arc<std::sync::atomic::AtomicBool>,
 ) {
     if concurrency == 0 {
         tracing::info!("crawling disabled (--crawl-concurrency 0): catalogs come from status");
@@ -218,7 +219,12 @@ pub fn spawn(
                 }
             }
             let now = Instant::now();
-            for (key, slot) in slots.iter_mut().filter(|(_, s)| !s.running && s.due <= now) {
+            // Only the leader crawls; followers read catalogs from status.
+            let leading = leader.load(std::sync::atomic::Ordering::SeqCst);
+            for (key, slot) in slots
+                .iter_mut()
+                .filter(|(_, s)| leading && !s.running && s.due <= now)
+            {
                 // A new crawl replaces the session kept from the last one.
                 watches.drop_watch(key);
                 slot.running = true;

@@ -65,6 +65,7 @@ pub(super) struct Index {
     /// Crawl outcomes whose status is still to be written.
     pub pending_crawls: Vec<super::crawl::Outcome>,
     specs: tokio::sync::watch::Sender<super::crawl::Specs>,
+    leadership: super::leader::Leadership,
 }
 
 fn key_of(obj: &DynamicObject) -> ObjKey {
@@ -81,6 +82,7 @@ impl Index {
         metrics: Metrics,
         ready: Arc<AtomicBool>,
         specs: tokio::sync::watch::Sender<super::crawl::Specs>,
+        leadership: super::leader::Leadership,
     ) -> Self {
         let engine = Engine::new(EngineConfig {
             governance_namespace: config.governance_namespace.clone(),
@@ -105,6 +107,7 @@ impl Index {
             catalogs: BTreeMap::new(),
             pending_crawls: Vec::new(),
             specs,
+            leadership,
         }
     }
 
@@ -136,6 +139,17 @@ impl Index {
                     self.metrics.evaluations.with_label_values(&["resync"]).inc();
                 }
                 _ = retry_sleep => self.due_retries(),
+                changed = self.leadership.changes.changed() => {
+                    if changed.is_err() {
+                        return Err("leadership channel closed".into());
+                    }
+                    let leader = *self.leadership.changes.borrow_and_update();
+                    self.metrics.leader.set(leader as i64);
+                    if leader {
+                        // A new leader recomputes everything; only differences are written.
+                        self.dirty.all = true;
+                    }
+                }
             }
             self.publish_specs();
             let ready = self.is_ready();
@@ -144,7 +158,7 @@ impl Index {
                 self.metrics.ready.set(1);
                 self.dirty.all = true;
             }
-            if ready {
+            if ready && self.leadership.is_leader() {
                 self.reconcile().await;
             }
         }
@@ -319,10 +333,24 @@ impl Index {
         let engine_kind = match kind {
             Watched::MCPServer => {
                 self.catalogs.remove(key);
+                let labels = [key.namespace.as_str(), key.name.as_str()];
+                for m in [
+                    &self.metrics.crawl_failing,
+                    &self.metrics.crawl_last_success,
+                    &self.metrics.catalog_tools,
+                ] {
+                    let _ = m.remove_label_values(&labels);
+                }
                 self.servers.remove(key).map(|_| Kind::MCPServer)
             }
             Watched::Agent => self.agents.remove(key).map(|_| Kind::Agent),
-            Watched::Policy => self.policies.remove(key).map(|_| Kind::Policy),
+            Watched::Policy => {
+                let _ = self
+                    .metrics
+                    .policy_violations
+                    .remove_label_values(&[key.namespace.as_str(), key.name.as_str()]);
+                self.policies.remove(key).map(|_| Kind::Policy)
+            }
             Watched::Grant => self.grants.remove(key).map(|_| Kind::Grant),
             Watched::ConfigMap => {
                 // Someone removed a bundle: its agent republishes it.

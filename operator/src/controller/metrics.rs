@@ -25,6 +25,21 @@ pub struct Metrics {
     pub catalog_tools: IntGaugeVec,
     /// List-changed notifications that brought a crawl forward.
     pub crawl_list_changed: IntCounter,
+    pub crawl_failing: IntGaugeVec,
+    pub agent_violations: IntGaugeVec,
+    pub agent_exceptions: IntGaugeVec,
+    pub policy_violations: IntGaugeVec,
+    pub bundle_published: IntGaugeVec,
+    pub bundle_bytes: IntGaugeVec,
+    pub bundle_last_publish: IntGaugeVec,
+    pub reconcile_errors: IntCounterVec,
+    pub evaluation_duration: Histogram,
+    pub build_info: IntGaugeVec,
+    pub leader: IntGauge,
+}
+
+fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+    IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric")
 }
 
 pub const KINDS: [&str; 4] = ["MCPServer", "Agent", "Policy", "Grant"];
@@ -100,6 +115,69 @@ impl Metrics {
             "List-changed notifications from watched servers that brought a crawl forward",
         )
         .expect("valid metric");
+        let crawl_failing = gauge_vec(
+            "mcpgov_crawl_failing",
+            "1 while the last crawl of a server failed (its catalog is stale)",
+            &["namespace", "server"],
+        );
+        let agent_violations = gauge_vec(
+            "mcpgov_agent_violations",
+            "Deny-policy violations an agent can reach",
+            &["namespace", "agent"],
+        );
+        let agent_exceptions = gauge_vec(
+            "mcpgov_agent_exceptions",
+            "Deny paths of an agent covered by an expected exception",
+            &["namespace", "agent"],
+        );
+        let policy_violations = gauge_vec(
+            "mcpgov_policy_violations",
+            "Violations of a Policy over all agents",
+            &["namespace", "policy"],
+        );
+        let bundle_published = gauge_vec(
+            "mcpgov_bundle_published",
+            "1 when the agent's ConfigMap holds its current bundle",
+            &["namespace", "agent"],
+        );
+        let bundle_bytes = gauge_vec(
+            "mcpgov_bundle_bytes",
+            "Size of the agent's bundle",
+            &["namespace", "agent"],
+        );
+        let bundle_last_publish = gauge_vec(
+            "mcpgov_bundle_last_publish_timestamp_seconds",
+            "Unix time the agent's bundle ConfigMap was last written",
+            &["namespace", "agent"],
+        );
+        let reconcile_errors = IntCounterVec::new(
+            Opts::new(
+                "mcpgov_reconcile_errors_total",
+                "Failed writes and publications, by error",
+            ),
+            &["error"],
+        )
+        .expect("valid metric");
+        let evaluation_duration = Histogram::with_opts(
+            HistogramOpts::new(
+                "mcpgov_evaluation_duration_seconds",
+                "Duration of one reconcile pass (evaluation and writes)",
+            )
+            .buckets(vec![
+                0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+            ]),
+        )
+        .expect("valid metric");
+        let build_info = gauge_vec(
+            "mcpgov_build_info",
+            "Always 1, labelled with the version",
+            &["version"],
+        );
+        let leader = IntGauge::new("mcpgov_leader", "1 on the replica that holds the lease")
+            .expect("valid metric");
+        for e in ["conflict", "api", "timeout", "bundle_too_large"] {
+            reconcile_errors.with_label_values(&[e]);
+        }
         for k in KINDS {
             for r in ["written", "skipped", "error", "timeout"] {
                 status_writes.with_label_values(&[k, r]);
@@ -123,6 +201,17 @@ impl Metrics {
             Box::new(crawl_last_success.clone()),
             Box::new(catalog_tools.clone()),
             Box::new(crawl_list_changed.clone()),
+            Box::new(crawl_failing.clone()),
+            Box::new(agent_violations.clone()),
+            Box::new(agent_exceptions.clone()),
+            Box::new(policy_violations.clone()),
+            Box::new(bundle_published.clone()),
+            Box::new(bundle_bytes.clone()),
+            Box::new(bundle_last_publish.clone()),
+            Box::new(reconcile_errors.clone()),
+            Box::new(evaluation_duration.clone()),
+            Box::new(build_info.clone()),
+            Box::new(leader.clone()),
         ] {
             registry.register(c).expect("unique metric");
         }
@@ -138,6 +227,17 @@ impl Metrics {
             crawl_last_success,
             catalog_tools,
             crawl_list_changed,
+            crawl_failing,
+            agent_violations,
+            agent_exceptions,
+            policy_violations,
+            bundle_published,
+            bundle_bytes,
+            bundle_last_publish,
+            reconcile_errors,
+            evaluation_duration,
+            build_info,
+            leader,
         }
     }
 
@@ -155,6 +255,9 @@ impl Metrics {
             }
             Err(f) => self.crawl_failures.with_label_values(&[f.reason]).inc(),
         }
+        self.crawl_failing
+            .with_label_values(&labels)
+            .set(o.result.is_err() as i64);
     }
 
     pub fn render(&self) -> String {

@@ -8,6 +8,7 @@ pub mod conditions;
 pub mod crawl;
 mod http;
 mod index;
+pub mod leader;
 pub mod metrics;
 mod reconcile;
 pub mod status;
@@ -31,6 +32,8 @@ pub struct Config {
     /// Servers crawled at once; 0 disables crawling (catalogs then come from status).
     pub crawl_concurrency: usize,
     pub net: crate::crawler::NetPolicy,
+    /// Leader election; `None` runs a single writer without a Lease.
+    pub election: Option<leader::Election>,
 }
 
 /// Run until the process is stopped. Errors here are fatal start-up errors.
@@ -43,6 +46,18 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listen = config.listen;
     let (http_ready, http_metrics) = (ready.clone(), metrics.clone());
     let server = tokio::spawn(async move { http::serve(listen, http_ready, http_metrics).await });
+    let (leadership, lease_task) = match &config.election {
+        Some(e) => {
+            let (l, t) = leader::elect(client.clone(), e).await?;
+            (l, Some(t))
+        }
+        None => leader::Leadership::always(),
+    };
+    metrics
+        .build_info
+        .with_label_values(&[env!("CARGO_PKG_VERSION")])
+        .set(1);
+    metrics.leader.set(leadership.is_leader() as i64);
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
     watch::spawn_all(&client, config.namespace.as_deref(), tx.clone());
     let (specs_tx, specs_rx) = tokio::sync::watch::channel(crawl::Specs::new());
@@ -53,11 +68,24 @@ pub async fn run(config: Config) -> Result<(), String> {
         specs_rx,
         tx.clone(),
         metrics.crawl_list_changed.clone(),
+        leadership.flag.clone(),
     );
-    let writer = writer::Writer::new(client, metrics.clone());
-    let index = index::Index::new(config, writer, metrics, ready, specs_tx);
+    let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
+    let index = index::Index::new(config, writer, metrics, ready, specs_tx, leadership);
+    let lease = async {
+        match lease_task {
+            Some(t) => match t.await {
+                Ok(Err(e)) => Err(e),
+                Ok(Ok(())) => Err("the lease task stopped".to_string()),
+                Err(e) => Err(format!("the lease task panicked: {e}")),
+            },
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         r = index.run(rx) => r,
+        // Without the lease task, nothing guarantees a single writer: exit.
+        r = lease => r,
         r = server => match r {
             Ok(Ok(())) => Err("HTTP server stopped".into()),
             Ok(Err(e)) => Err(format!("HTTP server on {listen}: {e}")),

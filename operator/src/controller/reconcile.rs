@@ -91,6 +91,9 @@ impl Index {
         }
         drop(ev);
         self.engine = engine;
+        self.metrics
+            .evaluation_duration
+            .observe(started.elapsed().as_secs_f64());
         tracing::debug!(
             agents = agents.len(),
             grants = grants.len(),
@@ -128,7 +131,17 @@ impl Index {
     }
 
     async fn reconcile_agent(&mut self, ev: &Evaluator<'_>, key: &ObjKey) {
+        let labels = [key.namespace.as_str(), key.name.as_str()];
         let Some(agent) = self.agents.get(key).cloned() else {
+            for m in [
+                &self.metrics.agent_violations,
+                &self.metrics.agent_exceptions,
+                &self.metrics.bundle_published,
+                &self.metrics.bundle_bytes,
+                &self.metrics.bundle_last_publish,
+            ] {
+                let _ = m.remove_label_values(&labels);
+            }
             self.summaries.remove(key);
             self.remove_bundles(key, None).await;
             return;
@@ -164,6 +177,26 @@ impl Index {
             }
         };
         let (mut desired, conds) = status::agent(&eval, &outcome);
+        let m = &self.metrics;
+        m.agent_violations
+            .with_label_values(&labels)
+            .set(desired.violations.unwrap_or(0));
+        m.agent_exceptions
+            .with_label_values(&labels)
+            .set(desired.exceptions.unwrap_or(0));
+        match &outcome {
+            BundleOutcome::Published(_) => m.bundle_published.with_label_values(&labels).set(1),
+            BundleOutcome::TooLarge(_) => {
+                m.bundle_published.with_label_values(&labels).set(0);
+                m.reconcile_errors
+                    .with_label_values(&["bundle_too_large"])
+                    .inc();
+            }
+            BundleOutcome::Failed(_) => m.bundle_published.with_label_values(&labels).set(0),
+            BundleOutcome::Disabled => {
+                let _ = m.bundle_published.remove_label_values(&labels);
+            }
+        }
         let current = agent.status.clone().unwrap_or_default();
         desired.conditions = finish(&current.conditions, conds, agent.metadata.generation);
         desired.observed_generation = agent.metadata.generation;
@@ -208,6 +241,15 @@ impl Index {
     }
 
     fn write_failed(&mut self, kind: Watched, key: &ObjKey, e: super::writer::Error) {
+        let label = match e.label() {
+            "conflict" => Some("conflict"),
+            "timeout" => Some("timeout"),
+            "not_leader" => None,
+            _ => Some("api"),
+        };
+        if let Some(l) = label {
+            self.metrics.reconcile_errors.with_label_values(&[l]).inc();
+        }
         tracing::warn!(kind = kind.name(), object = %key, error = %e, transient = e.is_transient(), "write failed");
         if e.is_transient() {
             self.retry_later(kind, key.clone());
@@ -249,6 +291,15 @@ impl Index {
         let cm = bundles::desired(agent, bundle, revision + 1, &self.instance, generation);
         match self.writer.apply_configmap(&cm).await {
             Ok(()) => {
+                let labels = [key.namespace.as_str(), key.name.as_str()];
+                self.metrics
+                    .bundle_bytes
+                    .with_label_values(&labels)
+                    .set(bundle.bytes.len() as i64);
+                self.metrics
+                    .bundle_last_publish
+                    .with_label_values(&labels)
+                    .set(jiff::Timestamp::now().as_second());
                 self.configmaps.insert(cm_key, cm);
                 self.writer
                     .event(
@@ -373,6 +424,10 @@ impl Index {
 
     async fn reconcile_policy(&mut self, ev: &Evaluator<'_>, key: &ObjKey) {
         let Some(policy) = self.policies.get(key).cloned() else {
+            let _ = self
+                .metrics
+                .policy_violations
+                .remove_label_values(&[key.namespace.as_str(), key.name.as_str()]);
             return;
         };
         let mut reached_by = BTreeSet::new();
@@ -383,6 +438,10 @@ impl Index {
             }
             violations += s.violations.get(key).copied().unwrap_or(0);
         }
+        self.metrics
+            .policy_violations
+            .with_label_values(&[key.namespace.as_str(), key.name.as_str()])
+            .set(violations as i64);
         let (mut desired, conds) = status::policy(ev, key, &reached_by, violations);
         let current = policy.status.clone().unwrap_or_default();
         desired.conditions = finish(&current.conditions, conds, policy.metadata.generation);

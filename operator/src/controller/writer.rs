@@ -23,6 +23,8 @@ pub enum Error {
     Api(kube::Error),
     /// No answer within the timeout (transient).
     Timeout,
+    /// This replica does not hold the lease: it must not write.
+    NotLeader,
 }
 
 impl Error {
@@ -31,6 +33,7 @@ impl Error {
             Error::Api(kube::Error::Api(s)) if s.code == 409 => "conflict",
             Error::Api(_) => "error",
             Error::Timeout => "timeout",
+            Error::NotLeader => "not_leader",
         }
     }
 
@@ -38,6 +41,8 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Api(kube::Error::Api(s)) => s.code == 409 || s.code == 429 || s.code >= 500,
+            // A new leader reconciles everything anyway.
+            Error::NotLeader => false,
             _ => true,
         }
     }
@@ -48,6 +53,7 @@ impl fmt::Display for Error {
         match self {
             Error::Api(e) => write!(f, "{e}"),
             Error::Timeout => write!(f, "API request timed out after {}s", TIMEOUT.as_secs()),
+            Error::NotLeader => write!(f, "not the leader: write skipped"),
         }
     }
 }
@@ -66,10 +72,15 @@ pub struct Writer {
     client: Client,
     metrics: Metrics,
     recorder: Recorder,
+    leader: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Writer {
-    pub fn new(client: Client, metrics: Metrics) -> Self {
+    pub fn new(
+        client: Client,
+        metrics: Metrics,
+        leader: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
         let reporter = Reporter {
             controller: FIELD_MANAGER.into(),
             instance: std::env::var("HOSTNAME").ok(),
@@ -78,6 +89,16 @@ impl Writer {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             metrics,
+            leader,
+        }
+    }
+
+    /// Checked right before every write: a replica that lost the lease writes nothing.
+    fn leading(&self) -> Result<(), Error> {
+        if self.leader.load(std::sync::atomic::Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(Error::NotLeader)
         }
     }
 
@@ -125,6 +146,7 @@ impl Writer {
             "status": status,
         });
         let pp = PatchParams::apply(manager).force();
+        self.leading()?;
         let result = timed(api.patch_status(name, &pp, &Patch::Apply(&body))).await;
         let outcome = match &result {
             Ok(_) => "written",
@@ -142,6 +164,7 @@ impl Writer {
         let name = cm.metadata.name.as_deref().unwrap_or_default();
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
         let pp = PatchParams::apply(FIELD_MANAGER).force();
+        self.leading()?;
         let result = timed(api.patch(name, &pp, &Patch::Apply(cm))).await;
         self.count_cm(result.as_ref().map(|_| "written"));
         result.map(|_| ())
@@ -149,6 +172,7 @@ impl Writer {
 
     pub async fn delete_configmap(&self, ns: &str, name: &str) -> Result<(), Error> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+        self.leading()?;
         let result = match timed(api.delete(name, &DeleteParams::default())).await {
             Err(Error::Api(kube::Error::Api(s))) if s.code == 404 => Ok(()),
             r => r.map(|_| ()),
@@ -183,6 +207,9 @@ impl Writer {
         reason: &str,
         note: String,
     ) {
+        if self.leading().is_err() {
+            return;
+        }
         let ev = Event {
             type_: if warning {
                 EventType::Warning
