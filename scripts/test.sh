@@ -20,6 +20,17 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit, property and golden tests"
 cargo test --locked
 
+echo "== release build (the image's build script)"
+out=$(mktemp -d)
+bash scripts/build-release.sh "$out" >/dev/null 2>&1
+"$out/mcpgov" crds | diff -q - crds/mcpgov.io.yaml >/dev/null
+grep -q 'scripts/build-release.sh' Dockerfile
+rm -rf "$out"
+echo "release binary builds and serves the committed CRDs"
+
+echo "== alert rules (promtool check + unit tests)"
+bash e2e/alerts/test.sh
+
 echo "== end-to-end: real kube-apiserver + etcd"
 export MCPGOV_E2E_DIR="${MCPGOV_E2E_DIR:-/tmp/mcpgov-e2e-test-$$}"
 # A cold cache builds kube-apiserver and etcd from source: use every core here.
