@@ -65,5 +65,10 @@ if ! cargo test --locked -p mcpgov-e2e; then
 fi
 echo "e2e suite ran in $(( $(date +%s) - start ))s"
 
+echo "== Helm chart: lint, templates, server-side dry-run, RBAC for real"
+start=$(date +%s)
+MCPGOV_BUILD_JOBS="$MCPGOV_BUILD_JOBS" bash e2e/chart/test.sh
+echo "chart suite ran in $(( $(date +%s) - start ))s"
+
 echo "== MCP conformance suite (client scenarios) against the crawler"
 bash e2e/conformance/run.sh

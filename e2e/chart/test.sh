@@ -1,0 +1,577 @@
+#!/usr/bin/env bash
+# Tests of the Helm chart charts/mcpgov. Run from anywhere: `bash e2e/chart/test.sh`.
+#
+#   0. the chart's copy of the CRDs is in step with crds/ (and the check catches a stale one)
+#   1. helm, built from its Go module into the cache on the first run
+#   2. helm lint (and --strict) of every valid value set; every value has a schema entry
+#      and a row in the chart README
+#   3. helm template of each value set in e2e/chart/values/, checked by check.py (which
+#      must notice mutations of a good rendering); renders are deterministic and the
+#      templates use no lookup/rand/now; kubeVersion is enforced
+#   4. invalid value sets are refused (the schema's message, or the chart's own check)
+#   5. a real kube-apiserver: `kubectl apply --dry-run=server` of the full rendering, and
+#      its pod passes Pod Security "restricted" enforcement; helm install, upgrade and
+#      uninstall for real (the CRDs stay with crds.keep, go without)
+#   6. the rendered RBAC for real: the operator runs as the chart's ServiceAccount with
+#      the Deployment's own flags (leader election included), reaches its result with no
+#      "forbidden", and `kubectl auth can-i` shows nothing broader; again with
+#      watchNamespace set (a RoleBinding in that namespace only)
+#   7. prints the rendered RBAC rules
+#
+# Exits non-zero when a test fails; the last line is "N passed, N failed".
+# MCPGOV_CHART_TEST_KEEP=1 keeps the work directory (renders, logs).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 2
+
+CACHE="${MCPGOV_CACHE:-$HOME/.cache/mcpgov}"
+export PATH="$CACHE/bin:$PATH"
+export GOMAXPROCS="${GOMAXPROCS:-1}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
+CHART=charts/mcpgov
+VALUES=e2e/chart/values
+CHECK=(python3 e2e/chart/check.py)
+KUBE_VERSION=1.34.0
+RELEASE=mcpgov
+NS=mcpgov-system
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgov-chart.XXXXXX")"
+STATE="$WORK/control-plane"
+VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac full)
+
+passed=0
+failed=0
+timings=()
+op_pid=""
+cp_started=""
+
+cleanup() {
+  if [[ -n "$op_pid" ]]; then kill "$op_pid" 2>/dev/null; wait "$op_pid" 2>/dev/null; fi
+  if [[ -n "$cp_started" ]]; then bash e2e/stop-control-plane.sh "$STATE" >/dev/null 2>&1; fi
+  if [[ "${MCPGOV_CHART_TEST_KEEP:-}" == 1 ]]; then
+    echo "kept $WORK"
+  else
+    rm -rf "$WORK"
+  fi
+}
+trap cleanup EXIT
+
+now_ms() { date +%s%3N; }
+
+# run NAME FUNCTION [ARGS...]: one counted test; its output is indented.
+run() {
+  local name="$1"; shift
+  local t0 rc secs
+  t0=$(now_ms)
+  echo "== $name"
+  "$@" > "$WORK/out" 2>&1
+  rc=$?
+  sed 's/^/   /' "$WORK/out"
+  secs=$(awk -v ms=$(( $(now_ms) - t0 )) 'BEGIN { printf "%.1f", ms / 1000 }')
+  if [[ $rc -eq 0 ]]; then
+    passed=$((passed + 1)); echo "PASS $name (${secs}s)"
+  else
+    failed=$((failed + 1)); echo "FAIL $name (${secs}s)"
+  fi
+  timings+=("$(printf '%7ss  %s' "$secs" "$name")")
+  return 0
+}
+
+# until_ok DESCRIPTION SECONDS COMMAND...: poll (no fixed sleep) until COMMAND succeeds.
+until_ok() {
+  local what="$1" secs="$2"; shift 2
+  local deadline=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    if (( $(date +%s) >= deadline )); then
+      echo "timed out after ${secs}s waiting for: $what"
+      return 1
+    fi
+    sleep 0.3
+  done
+  echo "ok: $what"
+}
+
+# jsonpath_is KIND/NAME NAMESPACE JSONPATH WANT
+jsonpath_is() { [[ "$(kubectl get "$1" -n "$2" -o jsonpath="$3")" == "$4" ]]; }
+# crds_gone: none of the four CRDs exists
+crds_gone() { ! kubectl get crd agents.mcpgov.io mcpservers.mcpgov.io policies.mcpgov.io grants.mcpgov.io -o name 2>/dev/null | grep -q .; }
+# has_event NAMESPACE REASON
+has_event() { kubectl get events -n "$1" --field-selector "reason=$2" -o name | grep -q .; }
+
+render() { # render SET [EXTRA HELM ARGS...] > file
+  local set="$1"; shift
+  "$HELM" template "$RELEASE" "$CHART" --namespace "$NS" --kube-version "$KUBE_VERSION" \
+    -f "$VALUES/$set.yaml" "$@"
+}
+
+# ---------------------------------------------------------------- 0. the CRD copy
+t_crds_in_sync() {
+  bash charts/sync-crds.sh --check || return 1
+  # The check must catch a stale copy: the same layout in a scratch tree, one line changed.
+  local tree="$WORK/stale"
+  mkdir -p "$tree/charts/mcpgov/files" "$tree/crds"
+  cp charts/sync-crds.sh "$tree/charts/"
+  cp crds/mcpgov.io.yaml "$tree/crds/"
+  sed 's/^  scope: Namespaced$/  scope: Cluster/' crds/mcpgov.io.yaml > "$tree/charts/mcpgov/files/crds.yaml"
+  if bash "$tree/charts/sync-crds.sh" --check >/dev/null 2>&1; then
+    echo "a stale copy passed --check"; return 1
+  fi
+  echo "ok: a stale copy is refused by --check"
+  if ! { bash "$tree/charts/sync-crds.sh" >/dev/null && bash "$tree/charts/sync-crds.sh" --check >/dev/null; }; then
+    echo "sync did not repair the stale copy"; return 1
+  fi
+  echo "ok: sync-crds.sh repairs it"
+}
+
+# ---------------------------------------------------------------- 1. helm
+t_helm() {
+  HELM="$(bash e2e/chart/build-helm.sh)" || return 1
+  "$HELM" version --short
+  "$HELM" version --template '{{ .Version }} (go {{ .GoVersion }})' > "$WORK/helm-version"
+  echo
+}
+
+# ---------------------------------------------------------------- 2. lint
+t_lint() {
+  "$HELM" lint "$CHART" || return 1
+  "$HELM" lint --strict "$CHART" --kube-version "$KUBE_VERSION" || return 1
+  local set
+  for set in "${VALID_SETS[@]}"; do
+    "$HELM" lint --strict --quiet "$CHART" --kube-version "$KUBE_VERSION" -f "$VALUES/$set.yaml" >"$WORK/lint.log" 2>&1 ||
+      { cat "$WORK/lint.log"; echo "lint --strict failed with $set"; return 1; }
+    echo "ok: lint --strict -f $set.yaml"
+  done
+}
+
+# ---------------------------------------------------------------- 3. template
+t_no_nondeterminism() {
+  python3 - "$CHART/templates" <<'PY'
+import os, re, sys
+bad = re.compile(r"\b(lookup|now|date|dateInZone|unixEpoch|uuidv4|randAlphaNum|randAlpha|randNumeric|randAscii|randBytes|randInt|shuffle|genCA|genPrivateKey|genSelfSignedCert|genSignedCert|htpasswd|derivePassword|getHostByName|env|expandenv)\b")
+hits = []
+for f in sorted(os.listdir(sys.argv[1])):
+    text = open(os.path.join(sys.argv[1], f)).read()
+    for action in re.findall(r"\{\{.*?\}\}", text, re.S):
+        code = re.sub(r"/\*.*?\*/", "", action, flags=re.S)
+        for m in bad.finditer(code):
+            hits.append(f"{f}: {m.group(1)} in {action.strip()[:60]}")
+for h in hits:
+    print(h)
+print(f"{len(hits)} non-deterministic or cluster-reading functions in templates/")
+sys.exit(1 if hits else 0)
+PY
+}
+
+t_template() {
+  local set="$1" out="$WORK/render-$1.yaml"
+  render "$set" > "$out" || return 1
+  render "$set" | cmp -s - "$out" || { echo "two renders differ"; return 1; }
+  echo "ok: rendered twice, byte-identical ($(grep -c '^kind:' "$out") objects)"
+  "${CHECK[@]}" values "$CHART/values.yaml" "$VALUES/$set.yaml" -- \
+    "_namespace=$NS" "_release=$RELEASE" "_crds_source=crds/mcpgov.io.yaml" \
+    "_alerts_source=$CHART/files/alerts.yaml" > "$WORK/values-$set.json" || return 1
+  "${CHECK[@]}" render "$out" "$WORK/values-$set.json"
+}
+
+t_checker_catches() {
+  "${CHECK[@]}" selftest "$WORK/render-default.yaml" "$WORK/values-default.json"
+}
+
+t_kube_version() {
+  if "$HELM" template "$RELEASE" "$CHART" --kube-version 1.29.9 >"$WORK/kv.log" 2>&1; then
+    echo "rendered for Kubernetes 1.29"; return 1
+  fi
+  grep -i "kubeVersion\|incompatible" "$WORK/kv.log" | head -n 2
+  render default --kube-version 1.30.0 >/dev/null || { echo "1.30.0 refused"; return 1; }
+  echo "ok: 1.29 refused, 1.30 accepted"
+}
+
+# ---------------------------------------------------------------- 4. schema
+t_invalid() { # SET EXPECTED-SUBSTRING...
+  local set="$1"; shift
+  if render "$set" >"$WORK/invalid.log" 2>&1; then
+    echo "$set.yaml was accepted"; return 1
+  fi
+  sed -n '1,8p' "$WORK/invalid.log"
+  local want
+  for want in "$@"; do
+    grep -qF -- "$want" "$WORK/invalid.log" || { echo "message lacks: $want"; return 1; }
+  done
+}
+
+# ---------------------------------------------------------------- 5. server dry-run
+STUB_CRDS='
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: servicemonitors.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: ServiceMonitor, listKind: ServiceMonitorList, plural: servicemonitors, singular: servicemonitor}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: prometheusrules.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: PrometheusRule, listKind: PrometheusRuleList, plural: prometheusrules, singular: prometheusrule}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+'
+
+t_control_plane() {
+  cp_started=1
+  bash e2e/start-control-plane.sh "$STATE" >"$WORK/start.log" 2>&1 || { tail -n 20 "$WORK/start.log"; return 1; }
+  # shellcheck disable=SC1091
+  source "$STATE/env"
+  kubectl version 2>/dev/null | sed -n 's/^Server Version: /kube-apiserver /p'
+}
+
+t_dry_run() {
+  [[ -f "$STATE/env" ]] || { echo "no control plane"; return 1; }
+  local ns
+  for ns in "$NS" team-a; do
+    kubectl create namespace "$ns" || return 1
+    # Pod Security "restricted", enforced: what the chart claims to pass.
+    kubectl label namespace "$ns" pod-security.kubernetes.io/enforce=restricted \
+      pod-security.kubernetes.io/warn=restricted >/dev/null || return 1
+  done
+  echo "$STUB_CRDS" | kubectl apply -f - || return 1
+  kubectl wait --for condition=established --timeout=60s \
+    crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com || return 1
+  local set
+  for set in full watch-namespace; do
+    kubectl apply --dry-run=server -f "$WORK/render-$set.yaml" >"$WORK/dry-$set.log" 2>&1 ||
+      { cat "$WORK/dry-$set.log"; echo "dry-run of $set.yaml refused"; return 1; }
+    if grep -i "warning" "$WORK/dry-$set.log"; then echo "warnings with $set.yaml"; return 1; fi
+    echo "ok: dry-run=server of $set.yaml: $(grep -c 'created (server dry run)' "$WORK/dry-$set.log") objects accepted, no warnings"
+  done
+  sed 's/ (server dry run)//' "$WORK/dry-full.log" | sed 's/^/  /'
+  # The pod the Deployment would make, in an enforce=restricted namespace.
+  "${CHECK[@]}" pod "$WORK/render-full.yaml" > "$WORK/pod.yaml" || return 1
+  kubectl apply --dry-run=server -f "$WORK/pod.yaml" || { echo "the pod is refused"; return 1; }
+  echo "ok: the operator pod is admitted under Pod Security restricted (enforce)"
+  # Control: the same pod with privilege escalation allowed is refused, so enforcement is on.
+  sed 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/' "$WORK/pod.yaml" > "$WORK/pod-bad.yaml"
+  if kubectl apply --dry-run=server -f "$WORK/pod-bad.yaml" >"$WORK/pod-bad.log" 2>&1; then
+    echo "control pod with allowPrivilegeEscalation=true was admitted: enforcement is off"; return 1
+  fi
+  grep -o 'violates PodSecurity "restricted:[^"]*"' "$WORK/pod-bad.log" | head -n 1
+  echo "ok: control pod (allowPrivilegeEscalation=true) refused"
+}
+
+# ---------------------------------------------------------------- 5b. helm install for real
+# install, upgrade, uninstall (the CRDs stay: keep), re-install adopting them, uninstall
+# with crds.keep=false (the CRDs go).
+t_helm_lifecycle() {
+  [[ -f "$STATE/env" ]] || { echo "no control plane"; return 1; }
+  local hns=mcpgov-helm
+  "$HELM" install "$RELEASE" "$CHART" -n "$hns" --create-namespace > "$WORK/install.log" 2>&1 ||
+    { cat "$WORK/install.log"; return 1; }
+  sed -n '/^STATUS/p; /^NOTES/,$p' "$WORK/install.log"
+  [[ "$(kubectl get deploy "$RELEASE" -n "$hns" -o jsonpath='{.spec.replicas}')" == 2 ]] || return 1
+  "$HELM" upgrade "$RELEASE" "$CHART" -n "$hns" --reuse-values --set replicaCount=3 >/dev/null || return 1
+  jsonpath_is "deploy/$RELEASE" "$hns" '{.spec.replicas}' 3 || { echo "upgrade did not apply"; return 1; }
+  echo "ok: helm upgrade --set replicaCount=3 applied"
+  "$HELM" uninstall "$RELEASE" -n "$hns" | sed 's/^/  /'
+  kubectl get crd agents.mcpgov.io mcpservers.mcpgov.io policies.mcpgov.io grants.mcpgov.io -o name ||
+    { echo "CRDs gone after uninstall with crds.keep=true"; return 1; }
+  if kubectl get clusterrole "$RELEASE" >/dev/null 2>&1; then echo "ClusterRole left behind"; return 1; fi
+  echo "ok: uninstall removed the release but kept the CRDs (helm.sh/resource-policy: keep)"
+  "$HELM" install "$RELEASE" "$CHART" -n "$hns" --set crds.keep=false >/dev/null ||
+    { echo "re-install did not adopt the kept CRDs"; return 1; }
+  echo "ok: re-install adopted the kept CRDs"
+  "$HELM" uninstall "$RELEASE" -n "$hns" >/dev/null || return 1
+  until_ok "CRDs deleted by uninstall with crds.keep=false" 60 crds_gone
+}
+
+# ---------------------------------------------------------------- 6. RBAC for real
+RB_NS=mcpgov-rbac
+BIN=""
+
+# sa_kubeconfig SA NS FILE: a kubeconfig holding only that ServiceAccount's token.
+sa_kubeconfig() {
+  local token
+  token="$(kubectl create token "$1" -n "$2" --duration 1h)" || return 1
+  KUBECONFIG="$3" kubectl config set-cluster e2e --server="$MCPGOV_APISERVER_URL" \
+    --certificate-authority="$MCPGOV_CA_FILE" --embed-certs=true >/dev/null &&
+  KUBECONFIG="$3" kubectl config set-credentials sa --token="$token" >/dev/null &&
+  KUBECONFIG="$3" kubectl config set-context sa --cluster=e2e --user=sa >/dev/null &&
+  KUBECONFIG="$3" kubectl config use-context sa >/dev/null || return 1
+  echo "kubeconfig as $(KUBECONFIG="$3" kubectl auth whoami -o jsonpath='{.status.userInfo.username}')"
+}
+
+# apply_rbac RENDERED: the chart's CRDs, ServiceAccount and RBAC, for real.
+apply_rbac() {
+  "${CHECK[@]}" select "$1" CustomResourceDefinition ServiceAccount ClusterRole \
+    ClusterRoleBinding Role RoleBinding > "$1.rbac" || return 1
+  kubectl apply --server-side --force-conflicts --field-manager=chart-test -f "$1.rbac" > "$1.applied" ||
+    { cat "$1.applied"; return 1; }
+  sed 's/^/  /' "$1.applied"
+  kubectl wait --for condition=established --timeout=60s crd/mcpservers.mcpgov.io \
+    crd/agents.mcpgov.io crd/policies.mcpgov.io crd/grants.mcpgov.io >/dev/null
+}
+
+build_operator() {
+  local t0
+  t0=$(now_ms)
+  cargo build --locked -q -p mcpgov || { echo "cargo build failed"; return 1; }
+  echo "cargo build -p mcpgov: $(( ($(now_ms) - t0) / 1000 ))s"
+  BIN="$CARGO_TARGET_DIR/debug/mcpgov"
+}
+
+# rendered_args RENDERED: the Deployment's args, one a line, for a local run: without
+# the subcommand and --listen, crawling off (the example's MCP server does not run), and
+# without the leader-election flags if this build of the operator lacks them.
+rendered_args() {
+  local has_le=0
+  "$BIN" operator --help | grep -q -- '--leader-election' && has_le=1
+  python3 - "$1" "$has_le" <<'PY'
+import sys, yaml
+dep = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Deployment"][0]
+args = dep["spec"]["template"]["spec"]["containers"][0]["args"][1:]
+i = args.index("--listen"); del args[i:i + 2]
+args[args.index("--crawl-concurrency") + 1] = "0"
+if sys.argv[2] == "0" and "--leader-election" in args:
+    print("the operator has no --leader-election yet: run without it", file=sys.stderr)
+    i = args.index("--leader-election"); del args[i:i + 5]
+print("\n".join(args))
+PY
+}
+
+# operator_estate KUBECONFIG ESTATE_NS LOG OPERATOR-ARGS...: run the operator with that
+# kubeconfig, apply examples/quickstart into ESTATE_NS as the admin, wait for its result.
+operator_estate() {
+  local kc="$1" ens="$2" log="$3"; shift 3
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  echo "mcpgov operator --listen 127.0.0.1:$port $*"
+  # debug for mcpgov: failed Event publications are logged at debug level only.
+  KUBECONFIG="$kc" RUST_LOG="info,mcpgov=debug" POD_NAME=mcpgov-chart-test POD_NAMESPACE="$RB_NS" \
+    "$BIN" operator --listen "127.0.0.1:$port" "$@" >"$log" 2>&1 &
+  op_pid=$!
+  until_ok "operator /readyz as the ServiceAccount" 60 curl -sf "http://127.0.0.1:$port/readyz" ||
+    { tail -n 30 "$log"; return 1; }
+
+  # The estate, as the admin (the example hard-codes namespace: quickstart).
+  sed "s/namespace: quickstart$/namespace: $ens/" examples/quickstart/governance.yaml > "$WORK/gov-$ens.yaml"
+  sed "s/namespace: quickstart$/namespace: $ens/" examples/quickstart/catalog.yaml > "$WORK/cat-$ens.yaml"
+  kubectl apply --server-side -f "$WORK/gov-$ens.yaml" | sed 's/^/  /'
+  "$BIN" catalog apply --catalog "$WORK/cat-$ens.yaml" || return 1
+
+  until_ok "Agent $ens/vibe-coder has status.violations=1" 90 \
+    jsonpath_is agent/vibe-coder "$ens" '{.status.violations}' 1 || { tail -n 30 "$log"; return 1; }
+  until_ok "bundle ConfigMap $ens/vibe-coder-mcpgov-bundle exists" 60 \
+    kubectl get configmap vibe-coder-mcpgov-bundle -n "$ens" || { tail -n 30 "$log"; return 1; }
+  kubectl get configmap vibe-coder-mcpgov-bundle -n "$ens" \
+    -o jsonpath='  bundle labels {.metadata.labels}, {.metadata.annotations.mcpgov\.io/bundle-sha256}{"\n"}'
+  until_ok "Event ViolationFound in $ens (events create)" 30 has_event "$ens" ViolationFound || return 1
+  local obj
+  for obj in mcpserver/policy-gateway policy/drafts-deny grant/vibe-coder-notes; do
+    until_ok "$obj Ready=True (its status written)" 30 \
+      jsonpath_is "$obj" "$ens" '{.status.conditions[?(@.type=="Ready")].status}' True || return 1
+  done
+}
+
+stop_operator() {
+  local log="$1"
+  kill "$op_pid"; wait "$op_pid" 2>/dev/null; op_pid=""
+  if grep -i "forbidden" "$log"; then echo "the operator log has 'forbidden'"; return 1; fi
+  echo "ok: no 'forbidden' in the operator log ($(wc -l < "$log") lines)"
+}
+
+# can_i KUBECONFIG < lines "want verb resource args...": asked as that kubeconfig's user.
+can_i() {
+  local kc="$1" bad=0 want verb res args got mark
+  while read -r want verb res args; do
+    [[ -z "$want" || "$want" == \#* ]] && continue
+    # shellcheck disable=SC2086
+    got="$(KUBECONFIG="$kc" kubectl auth can-i "$verb" "$res" $args 2>/dev/null)"
+    [[ -z "$got" ]] && got=no
+    if [[ "$got" == "$want" ]]; then mark=ok; else mark=WRONG; bad=1; fi
+    printf '  %-5s can-i %-11s %-50s %-35s -> %s\n' "$mark" "$verb" "$res" "$args" "$got"
+  done
+  return $bad
+}
+
+t_rbac_real() {
+  [[ -f "$STATE/env" ]] || { echo "no control plane"; return 1; }
+  local out="$WORK/render-rbac.yaml" kc="$WORK/sa.kubeconfig" log="$WORK/operator.log"
+  "$HELM" template "$RELEASE" "$CHART" --namespace "$RB_NS" --kube-version "$KUBE_VERSION" \
+    --set governanceNamespace="$RB_NS" > "$out" || return 1
+  kubectl create namespace "$RB_NS" >/dev/null || return 1
+  kubectl create namespace quickstart >/dev/null || return 1
+  apply_rbac "$out" || return 1
+  sa_kubeconfig mcpgov "$RB_NS" "$kc" || return 1
+  build_operator || return 1
+  local -a args
+  mapfile -t args < <(rendered_args "$out")
+  # The Deployment's own flags (leader election included).
+  operator_estate "$kc" quickstart "$log" "${args[@]}" || return 1
+  if printf '%s\n' "${args[@]}" | grep -qx -- --leader-election; then
+    local holder
+    holder="$(kubectl get lease mcpgov-leader -n "$RB_NS" -o jsonpath='{.spec.holderIdentity}')"
+    [[ "$holder" == mcpgov-chart-test* ]] || { echo "Lease holder is '$holder'"; return 1; }
+    echo "ok: Lease $RB_NS/mcpgov-leader created and held by $holder (the leader-election Role)"
+  fi
+  stop_operator "$log" || return 1
+
+  # Nothing broader than needed, asked as the ServiceAccount itself.
+  can_i "$kc" <<EOF
+yes list   agents.mcpgov.io                                     -A
+yes watch  mcpservers.mcpgov.io                                 -A
+yes get    grants.mcpgov.io                                     -n=quickstart
+yes patch  agents.mcpgov.io                                     -n=quickstart --subresource=status
+yes update policies.mcpgov.io                                   -n=quickstart --subresource=status
+yes create configmaps                                           -n=quickstart
+yes delete configmaps                                           -n=quickstart
+yes get    secrets                                              -n=quickstart
+yes create events                                               -n=quickstart
+yes create events.events.k8s.io                                 -n=quickstart
+yes create leases.coordination.k8s.io                           -n=$RB_NS
+yes update leases.coordination.k8s.io/mcpgov-leader             -n=$RB_NS
+no  list   secrets                                              -n=quickstart
+no  watch  secrets                                              -A
+no  create secrets                                              -n=quickstart
+no  create deployments.apps                                     -n=quickstart
+no  create pods                                                 -n=quickstart
+no  delete agents.mcpgov.io                                     -n=quickstart
+no  patch  agents.mcpgov.io                                     -n=quickstart
+no  update agents.mcpgov.io                                     -n=quickstart
+no  create policies.mcpgov.io                                   -n=quickstart
+no  patch  mcpservers.mcpgov.io                                 -n=quickstart
+no  delete customresourcedefinitions.apiextensions.k8s.io       -A
+no  list   namespaces                                           -A
+no  get    nodes                                                -A
+no  list   leases.coordination.k8s.io                           -n=$RB_NS
+no  update leases.coordination.k8s.io/other-lease               -n=$RB_NS
+no  delete leases.coordination.k8s.io/mcpgov-leader             -n=$RB_NS
+no  create leases.coordination.k8s.io                           -n=quickstart
+no  create clusterrolebindings.rbac.authorization.k8s.io        -A
+no  bind   clusterroles.rbac.authorization.k8s.io               -A
+no  escalate roles.rbac.authorization.k8s.io                    -n=$RB_NS
+no  impersonate serviceaccounts                                 -A
+EOF
+}
+
+# watchNamespace: the same rules bound in one namespace only (a second release, CRDs off).
+t_rbac_watch_namespace() {
+  [[ -f "$STATE/env" && -n "$BIN" ]] || { echo "needs the control plane and the operator build"; return 1; }
+  local rel=scoped rns=mcpgov-scoped wns=team-x
+  local out="$WORK/render-scoped.yaml" kc="$WORK/sa-scoped.kubeconfig" log="$WORK/operator-scoped.log"
+  "$HELM" template "$rel" "$CHART" --namespace "$rns" --kube-version "$KUBE_VERSION" \
+    --set watchNamespace="$wns",governanceNamespace="$wns",crds.install=false \
+    --set replicaCount=1,leaderElection.enabled=false > "$out" || return 1
+  if grep -q '^kind: ClusterRoleBinding' "$out"; then echo "a ClusterRoleBinding with watchNamespace set"; return 1; fi
+  kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$wns" >/dev/null || return 1
+  apply_rbac "$out" || return 1
+  sa_kubeconfig scoped-mcpgov "$rns" "$kc" || return 1
+  local -a args
+  mapfile -t args < <(rendered_args "$out")
+  operator_estate "$kc" "$wns" "$log" "${args[@]}" || return 1
+  stop_operator "$log" || return 1
+  can_i "$kc" <<EOF
+yes list   agents.mcpgov.io                                     -n=$wns
+yes patch  agents.mcpgov.io                                     -n=$wns --subresource=status
+yes create configmaps                                           -n=$wns
+no  list   agents.mcpgov.io                                     -A
+no  list   agents.mcpgov.io                                     -n=quickstart
+no  create configmaps                                           -n=quickstart
+no  get    secrets                                              -n=quickstart
+no  create leases.coordination.k8s.io                           -n=$rns
+EOF
+}
+
+# Negative control: the same rules without ConfigMap writes. The operator must then
+# fail to publish the bundle and say "forbidden", so the absence above means something.
+t_rbac_negative_control() {
+  [[ -f "$STATE/env" && -n "$BIN" ]] || { echo "needs the control plane and the operator build"; return 1; }
+  local ns=team-neg kc="$WORK/sa-neg.kubeconfig" log="$WORK/operator-neg.log"
+  kubectl create namespace "$ns" >/dev/null || return 1
+  kubectl create serviceaccount crippled -n "$RB_NS" >/dev/null || return 1
+  python3 - "$WORK/render-rbac.yaml" "$RB_NS" > "$WORK/crippled.yaml" <<'PY' || return 1
+import sys, yaml
+cr = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ClusterRole"][0]
+for r in cr["rules"]:
+    if r["resources"] == ["configmaps"]:
+        r["verbs"] = ["get", "list", "watch"]
+cr["metadata"] = {"name": "mcpgov-crippled"}
+crb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+       "metadata": {"name": "mcpgov-crippled"},
+       "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "mcpgov-crippled"},
+       "subjects": [{"kind": "ServiceAccount", "name": "crippled", "namespace": sys.argv[2]}]}
+yaml.safe_dump_all([cr, crb], sys.stdout)
+PY
+  kubectl apply -f "$WORK/crippled.yaml" | sed 's/^/  /'
+  sa_kubeconfig crippled "$RB_NS" "$kc" || return 1
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  KUBECONFIG="$kc" RUST_LOG="info,mcpgov=debug" "$BIN" operator --listen "127.0.0.1:$port" \
+    --namespace "$ns" --governance-namespace "$ns" --crawl-concurrency 0 >"$log" 2>&1 &
+  op_pid=$!
+  until_ok "operator /readyz (ConfigMaps still readable)" 60 curl -sf "http://127.0.0.1:$port/readyz" || return 1
+  sed "s/namespace: quickstart$/namespace: $ns/" examples/quickstart/governance.yaml | kubectl apply --server-side -f - >/dev/null || return 1
+  sed "s/namespace: quickstart$/namespace: $ns/" examples/quickstart/catalog.yaml > "$WORK/cat-$ns.yaml"
+  "$BIN" catalog apply --catalog "$WORK/cat-$ns.yaml" || return 1
+  until_ok "'forbidden' in the operator log" 60 grep -qi forbidden "$log" || return 1
+  grep -i -m1 -o 'configmaps[^,]*forbidden[^"]*\|forbidden[^"]*' "$log" | head -n 1 | cut -c1-160
+  if kubectl get configmap vibe-coder-mcpgov-bundle -n "$ns" >/dev/null 2>&1; then
+    echo "the bundle was published without ConfigMap create"; return 1
+  fi
+  echo "ok: no bundle ConfigMap without the ConfigMap write verbs"
+  kill "$op_pid"; wait "$op_pid" 2>/dev/null; op_pid=""
+}
+
+# ---------------------------------------------------------------- 7. RBAC rules
+t_print_rules() {
+  render default > "$WORK/render-rules.yaml" || return 1
+  "${CHECK[@]}" rules "$WORK/render-rules.yaml"
+}
+
+# ---------------------------------------------------------------- run
+HELM=""
+run "charts/mcpgov/files/crds.yaml in step with crds/ (sync-crds.sh --check)" t_crds_in_sync
+run "helm from Go modules (cached)" t_helm
+[[ -n "$HELM" ]] || { echo "$passed passed, $failed failed (no helm: stopped)"; exit 1; }
+run "helm lint / lint --strict" t_lint
+run "values.schema.json and README cover every value" "${CHECK[@]}" coverage "$CHART"
+run "templates use no lookup/rand/now" t_no_nondeterminism
+for set in "${VALID_SETS[@]}"; do
+  run "helm template -f values/$set.yaml --kube-version $KUBE_VERSION" t_template "$set"
+done
+run "check.py notices broken renderings (mutations of the default one)" t_checker_catches
+run "kubeVersion >=1.30.0-0 enforced" t_kube_version
+SCHEMA_MSG="values don't meet the specifications of the schema"
+run "schema rejects replicaCount: two, crawler.concurrency: -1" \
+  t_invalid invalid-types "$SCHEMA_MSG" "/replicaCount" "/crawler/concurrency"
+run "schema rejects logLevel: loud, image.pullPolicy: Sometimes" \
+  t_invalid invalid-enum "$SCHEMA_MSG" "/logLevel" "/image/pullPolicy"
+run "schema rejects an unknown key (leaderElection.enabeld)" \
+  t_invalid invalid-unknown-key "$SCHEMA_MSG" "enabeld"
+run "chart refuses replicaCount 2 without leader election" \
+  t_invalid invalid-replicas-without-election "needs leaderElection.enabled=true"
+run "control plane (kube-apiserver + etcd) started" t_control_plane
+if [[ -f "$STATE/env" ]]; then
+  # shellcheck disable=SC1091
+  source "$STATE/env"
+fi
+run "kubectl apply --dry-run=server of the full rendering; Pod Security restricted" t_dry_run
+run "helm install / upgrade / uninstall for real; CRDs kept iff crds.keep" t_helm_lifecycle
+run "RBAC for real: the operator as the chart's ServiceAccount; can-i" t_rbac_real
+run "RBAC for real with watchNamespace: a RoleBinding in that namespace only" t_rbac_watch_namespace
+run "negative control: without ConfigMap writes the log says 'forbidden'" t_rbac_negative_control
+run "rendered RBAC rules" t_print_rules
+
+echo
+echo "helm: $(cat "$WORK/helm-version" 2>/dev/null || echo unknown)"
+echo "timings:"
+printf '%s\n' "${timings[@]}"
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
