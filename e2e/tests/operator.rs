@@ -116,6 +116,21 @@ async fn violation_then_exception_then_policy_change() {
         condition(Some(&st.conditions), "Ready").map(|c| c.0),
         Some("True".into())
     );
+    // The same facts, as Prometheus sees them.
+    assert_eq!(
+        op.metric("mcpgov_agent_violations", &["agent=\"vibe-coder\""])
+            .await,
+        1.0
+    );
+    assert_eq!(
+        op.metric("mcpgov_graph_nodes", &["kind=\"Agent\""]).await,
+        1.0
+    );
+    assert_eq!(
+        op.metric("mcpgov_graph_edges", &["kind=\"WRITES\""]).await,
+        1.0
+    );
+    assert_eq!(op.metric("mcpgov_build_info", &[]).await, 1.0);
     let v = &st.violation_details[0];
     assert_eq!(v.tool, format!("{ns}/gw::publish_note"));
     assert_eq!(v.path[3], "WRITES");

@@ -460,3 +460,53 @@ impl Engine {
         out
     }
 }
+
+/// Sizes of the graph by node and edge kind (CAN_CALL needs resolution: see callers).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GraphCounts {
+    pub nodes: Vec<(&'static str, usize)>,
+    pub edges: Vec<(&'static str, usize)>,
+}
+
+impl Engine {
+    pub fn graph_counts(&self) -> GraphCounts {
+        let tools: usize = self
+            .servers
+            .values()
+            .map(|s| s.tools.as_ref().map_or(0, |t| t.len()))
+            .sum();
+        let resources: usize = self
+            .servers
+            .values()
+            .map(|s| s.input.catalog.as_ref().map_or(0, |c| c.resources.len()))
+            .sum();
+        let reads = self
+            .servers
+            .values()
+            .flat_map(|s| s.access.iter())
+            .filter(|a| a.mode == Mode::Reads)
+            .count();
+        let writes: usize = self.servers.values().map(|s| s.access.len()).sum::<usize>() - reads;
+        let governed: usize = self
+            .policies
+            .values()
+            .map(|p| p.resources.len() + p.tools.len())
+            .sum();
+        GraphCounts {
+            nodes: vec![
+                ("MCPServer", self.servers.len()),
+                ("Tool", tools),
+                ("Resource", resources),
+                ("Policy", self.policies.len()),
+                ("Agent", self.agents.len()),
+            ],
+            edges: vec![
+                ("EXPOSES", tools),
+                ("PROVIDES", resources),
+                ("READS", reads),
+                ("WRITES", writes),
+                ("GOVERNED_BY", governed),
+            ],
+        }
+    }
+}

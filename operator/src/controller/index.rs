@@ -37,6 +37,8 @@ impl Dirty {
 /// Per-agent facts Policy status is aggregated from.
 #[derive(Default, Debug, Clone, PartialEq, Eq)]
 pub(super) struct AgentSummary {
+    /// Granted tools (CAN_CALL edges).
+    pub tools: usize,
     pub reached: BTreeSet<ObjKey>,
     pub violations: BTreeMap<ObjKey, usize>,
 }

@@ -36,6 +36,10 @@ pub struct Metrics {
     pub evaluation_duration: Histogram,
     pub build_info: IntGaugeVec,
     pub leader: IntGauge,
+    pub agent_tools: IntGaugeVec,
+    pub drift: IntGaugeVec,
+    pub graph_nodes: IntGaugeVec,
+    pub graph_edges: IntGaugeVec,
 }
 
 fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
@@ -175,6 +179,34 @@ impl Metrics {
         );
         let leader = IntGauge::new("mcpgov_leader", "1 on the replica that holds the lease")
             .expect("valid metric");
+        let agent_tools = gauge_vec(
+            "mcpgov_agent_tools",
+            "Granted tools of an agent by bundle decision (eligible, rejected)",
+            &["namespace", "agent", "decision"],
+        );
+        let drift = gauge_vec(
+            "mcpgov_drift",
+            "Governance naming tools no server exposes, by kind (Grant, Policy, DataAccess)",
+            &["kind"],
+        );
+        let graph_nodes = gauge_vec("mcpgov_graph_nodes", "Graph nodes by kind", &["kind"]);
+        let graph_edges = gauge_vec("mcpgov_graph_edges", "Graph edges by kind", &["kind"]);
+        for k in ["Grant", "Policy", "DataAccess"] {
+            drift.with_label_values(&[k]);
+        }
+        for k in ["MCPServer", "Tool", "Resource", "Policy", "Agent"] {
+            graph_nodes.with_label_values(&[k]);
+        }
+        for k in [
+            "EXPOSES",
+            "PROVIDES",
+            "READS",
+            "WRITES",
+            "GOVERNED_BY",
+            "CAN_CALL",
+        ] {
+            graph_edges.with_label_values(&[k]);
+        }
         for e in ["conflict", "api", "timeout", "bundle_too_large"] {
             reconcile_errors.with_label_values(&[e]);
         }
@@ -212,6 +244,10 @@ impl Metrics {
             Box::new(evaluation_duration.clone()),
             Box::new(build_info.clone()),
             Box::new(leader.clone()),
+            Box::new(agent_tools.clone()),
+            Box::new(drift.clone()),
+            Box::new(graph_nodes.clone()),
+            Box::new(graph_edges.clone()),
         ] {
             registry.register(c).expect("unique metric");
         }
@@ -238,6 +274,10 @@ impl Metrics {
             evaluation_duration,
             build_info,
             leader,
+            agent_tools,
+            drift,
+            graph_nodes,
+            graph_edges,
         }
     }
 

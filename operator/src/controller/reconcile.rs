@@ -89,6 +89,7 @@ impl Index {
                 self.reconcile_policy(&ev, p).await;
             }
         }
+        self.observe_graph(&ev);
         drop(ev);
         self.engine = engine;
         self.metrics
@@ -101,6 +102,33 @@ impl Index {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "reconciled"
         );
+    }
+
+    /// Graph sizes and drift per kind, read at the end of each pass.
+    fn observe_graph(&self, ev: &Evaluator<'_>) {
+        let counts = ev.engine().graph_counts();
+        for (kind, n) in counts.nodes {
+            self.metrics
+                .graph_nodes
+                .with_label_values(&[kind])
+                .set(n as i64);
+        }
+        for (kind, n) in counts.edges {
+            self.metrics
+                .graph_edges
+                .with_label_values(&[kind])
+                .set(n as i64);
+        }
+        let can_call: usize = self.summaries.values().map(|s| s.tools).sum();
+        self.metrics
+            .graph_edges
+            .with_label_values(&["CAN_CALL"])
+            .set(can_call as i64);
+        let drift = ev.drift();
+        for kind in ["Grant", "Policy", "DataAccess"] {
+            let n = drift.iter().filter(|d| d.source == kind).count();
+            self.metrics.drift.with_label_values(&[kind]).set(n as i64);
+        }
     }
 
     /// Apply the crawler's part of MCPServer status for each finished crawl.
@@ -133,6 +161,12 @@ impl Index {
     async fn reconcile_agent(&mut self, ev: &Evaluator<'_>, key: &ObjKey) {
         let labels = [key.namespace.as_str(), key.name.as_str()];
         let Some(agent) = self.agents.get(key).cloned() else {
+            for d in ["eligible", "rejected"] {
+                let _ = self
+                    .metrics
+                    .agent_tools
+                    .remove_label_values(&[labels[0], labels[1], d]);
+            }
             for m in [
                 &self.metrics.agent_violations,
                 &self.metrics.agent_exceptions,
@@ -150,6 +184,7 @@ impl Index {
             return;
         };
         let mut summary = AgentSummary {
+            tools: eval.tools.len(),
             reached: eval.reached_policies.clone(),
             ..Default::default()
         };
@@ -178,6 +213,15 @@ impl Index {
         };
         let (mut desired, conds) = status::agent(&eval, &outcome);
         let m = &self.metrics;
+        let eligible = eval.eligible() as i64;
+        for (decision, n) in [
+            ("eligible", eligible),
+            ("rejected", eval.tools.len() as i64 - eligible),
+        ] {
+            m.agent_tools
+                .with_label_values(&[labels[0], labels[1], decision])
+                .set(n);
+        }
         m.agent_violations
             .with_label_values(&labels)
             .set(desired.violations.unwrap_or(0));
