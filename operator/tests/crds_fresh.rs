@@ -48,3 +48,13 @@ fn crds_carry_names_categories_and_columns() {
         assert!(shorts.iter().any(|x| x == s), "short name {s}");
     }
 }
+
+#[test]
+fn committed_crd_reference_matches_the_types() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/crd-reference.md");
+    let committed = std::fs::read_to_string(path).expect("docs/crd-reference.md exists");
+    assert!(
+        committed == mcpgov::crd::reference::markdown(),
+        "docs/crd-reference.md is stale: run `cargo run -p mcpgov -- crds --reference > docs/crd-reference.md`"
+    );
+}

@@ -33,7 +33,11 @@ enum Command {
     /// Print the exact policy bundle bytes the operator publishes for AGENT.
     Bundle(query::BundleArgs),
     /// Print the four CustomResourceDefinitions as YAML.
-    Crds,
+    Crds {
+        /// Print the CRD reference (Markdown) instead.
+        #[arg(long)]
+        reference: bool,
+    },
     /// Run the operator against the cluster in KUBECONFIG (or in-cluster config).
     Operator(operator::OperatorArgs),
     /// Crawl the MCPServers of manifests and print them with their catalog in status.
@@ -59,8 +63,13 @@ pub fn run() -> ExitCode {
         Command::Check(a) => check::run(a),
         Command::Query(a) => query::run(a),
         Command::Bundle(a) => query::bundle(a),
-        Command::Crds => {
-            print_out(crate::crd::crds_yaml().as_bytes());
+        Command::Crds { reference } => {
+            let text = if reference {
+                crate::crd::reference::markdown()
+            } else {
+                crate::crd::crds_yaml()
+            };
+            print_out(text.as_bytes());
             Ok(())
         }
         Command::Operator(a) => operator::run(a),

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod common;
 pub mod grant;
 pub mod policy;
+pub mod reference;
 pub mod server;
 
 pub use agent::{Agent, AgentSpec, AgentStatus};
