@@ -24,7 +24,6 @@ pub const REASON_ALL_RESOLVED: &str = "AllResolved";
 pub const REASON_AGENT_NOT_FOUND: &str = "AgentNotFound";
 pub const REASON_GOVERNING: &str = "Governing";
 pub const REASON_ORPHAN: &str = "Orphan";
-pub const REASON_DRIFTED: &str = "DataAccessDrift";
 pub const REASON_NOT_CRAWLED: &str = "NotCrawled";
 
 /// A condition as computed, before it meets the one already in status.
