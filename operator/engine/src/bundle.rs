@@ -3,10 +3,10 @@
 //! (and of the evaluation instant only through expiring exceptions): nothing about the
 //! process, the clock or the graph instance goes inside.
 
-use crate::canonical::{digest_of, sha256_hex, to_canonical_json};
+use crate::canonical::{digest_of, sha256_hex};
 use crate::model::*;
 use crate::select::{AgentEvaluation, Decision, Reason};
-use crate::verdict::{DenyPath, Evaluator};
+use crate::verdict::{Classification, DenyPath, Evaluator};
 use serde::Serialize;
 use std::fmt;
 
@@ -15,30 +15,91 @@ pub const BUNDLE_SCHEMA_VERSION: u32 = 1;
 /// A ConfigMap holds at most 1 MiB.
 pub const MAX_BUNDLE_BYTES: usize = 1024 * 1024;
 
+// The bundle is written straight from these structs, without a `serde_json::Value` in
+// between: every field is declared in sorted order of its JSON name, so the output is
+// already canonical (a test re-canonicalises real bundles to check it, and the golden
+// bundles pin the bytes).
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct BundleDoc<'a> {
-    kind: &'static str,
-    schema_version: u32,
-    agent: &'a ObjKey,
-    profile: Profile,
-    default_decision: &'static str,
-    tools: Vec<BundleTool<'a>>,
-    governance_digest: String,
+    agent: BundleAgent<'a>,
     catalog_digest: String,
+    default_decision: &'static str,
+    governance_digest: String,
+    kind: &'static str,
+    profile: Profile,
+    schema_version: u32,
+    tools: Vec<BundleTool<'a>>,
+}
+
+#[derive(Serialize)]
+struct BundleAgent<'a> {
+    name: &'a str,
+    namespace: &'a str,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct BundleTool<'a> {
-    key: String,
-    server: String,
-    name: &'a str,
+    contract_digest: Option<&'a str>,
     decision: Decision,
+    deny_paths: Vec<BundlePath<'a>>,
+    key: String,
+    name: &'a str,
     reasons: &'a [Reason],
     risk_score: f64,
-    contract_digest: Option<&'a str>,
-    deny_paths: &'a [DenyPath],
+    server: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BundlePath<'a> {
+    classification: Classification,
+    exception_grant: Option<&'a str>,
+    exception_reason: Option<&'a str>,
+    governed_by: &'a str,
+    mode: Option<Mode>,
+    path: &'a [String],
+    policy: &'a str,
+    policy_provenance: BundleProvenance<'a>,
+    provenance: Option<BundleProvenance<'a>>,
+    resource: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct BundleProvenance<'a> {
+    confidence: Confidence,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evidence: Option<&'a str>,
+    source: Source,
+}
+
+impl<'a> From<&'a Provenance> for BundleProvenance<'a> {
+    fn from(p: &'a Provenance) -> Self {
+        BundleProvenance {
+            confidence: p.confidence,
+            evidence: p.evidence.as_deref(),
+            source: p.source,
+        }
+    }
+}
+
+impl<'a> From<&'a DenyPath> for BundlePath<'a> {
+    fn from(p: &'a DenyPath) -> Self {
+        BundlePath {
+            classification: p.classification,
+            exception_grant: p.exception_grant.as_deref(),
+            exception_reason: p.exception_reason.as_deref(),
+            governed_by: &p.governed_by,
+            mode: p.mode,
+            path: &p.path,
+            policy: &p.policy,
+            policy_provenance: (&p.policy_provenance).into(),
+            provenance: p.provenance.as_ref().map(Into::into),
+            resource: p.resource.as_deref(),
+        }
+    }
 }
 
 /// A compiled bundle: the exact bytes and their digest.
@@ -142,29 +203,32 @@ impl Evaluator<'_> {
             .map(|s| (&s.input.key, s.catalog_digest.as_str()))
             .collect();
         let doc = BundleDoc {
-            kind: BUNDLE_KIND,
-            schema_version: BUNDLE_SCHEMA_VERSION,
-            agent: &eval.agent,
-            profile: eval.profile,
+            agent: BundleAgent {
+                name: &eval.agent.name,
+                namespace: &eval.agent.namespace,
+            },
+            catalog_digest: digest_of(&catalogs),
             default_decision: "deny",
+            governance_digest: digest_of(&governance),
+            kind: BUNDLE_KIND,
+            profile: eval.profile,
+            schema_version: BUNDLE_SCHEMA_VERSION,
             tools: eval
                 .tools
                 .iter()
                 .map(|t| BundleTool {
-                    key: t.id.to_string(),
-                    server: t.id.server_key(),
-                    name: &t.id.name,
+                    contract_digest: t.contract_digest.as_deref(),
                     decision: t.decision,
+                    deny_paths: t.deny_paths.iter().map(Into::into).collect(),
+                    key: t.id.to_string(),
+                    name: &t.id.name,
                     reasons: &t.reasons,
                     risk_score: t.risk_score,
-                    contract_digest: t.contract_digest.as_deref(),
-                    deny_paths: &t.deny_paths,
+                    server: t.id.server_key(),
                 })
                 .collect(),
-            governance_digest: digest_of(&governance),
-            catalog_digest: digest_of(&catalogs),
         };
-        let bytes = to_canonical_json(&doc);
+        let bytes = serde_json::to_vec(&doc).expect("bundles always serialise");
         if bytes.len() > MAX_BUNDLE_BYTES {
             return Err(BundleError::TooLarge {
                 agent: eval.agent.clone(),
