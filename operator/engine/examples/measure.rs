@@ -72,6 +72,10 @@ fn main() {
     p.resources[0].uri = "file:///data/srv-001/obj-0001".into();
     let t = Instant::now();
     let impact = engine.apply(Object::Policy(p));
+    println!(
+        "  (apply and impact of the policy change: {:?})",
+        t.elapsed()
+    );
     let ev = engine.evaluator(now);
     for a in &impact.agents {
         let e = ev.evaluate_agent(a, None).unwrap();

@@ -25,8 +25,8 @@ impl Engine {
         }
     }
 
-    /// Agents with a Grant selector that can name a tool of server `key`.
-    pub(crate) fn agents_matching_server(&self, key: &ObjKey) -> BTreeSet<ObjKey> {
+    /// Grants with a selector that can name a tool of server `key`.
+    pub(crate) fn grants_matching_server(&self, key: &ObjKey) -> BTreeSet<ObjKey> {
         self.grants
             .values()
             .filter(|g| {
@@ -35,22 +35,17 @@ impl Engine {
                     .iter()
                     .any(|s| self.selector_could_match(s, home, key))
             })
-            .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+            .map(|g| g.input.key.clone())
             .collect()
     }
 
-    /// Every granted tool (live or drifted) with the agents granted it.
-    pub(crate) fn callers_index(&self) -> HashMap<ToolId, BTreeSet<ObjKey>> {
-        let mut out: HashMap<ToolId, BTreeSet<ObjKey>> = HashMap::new();
-        for g in self.grants.values() {
-            let agent = ObjKey::new(&g.input.key.namespace, &g.input.agent);
-            for sel in &g.selectors {
-                for id in self.resolve(sel, &g.input.key.namespace).granted() {
-                    out.entry(id).or_default().insert(agent.clone());
-                }
-            }
-        }
-        out
+    /// Agents with a Grant selector that can name a tool of server `key`.
+    pub(crate) fn agents_matching_server(&self, key: &ObjKey) -> BTreeSet<ObjKey> {
+        self.grants_matching_server(key)
+            .into_iter()
+            .filter_map(|g| self.grants.get(&g))
+            .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+            .collect()
     }
 
     /// Agents whose granted tools Policy `key` reaches, and agents whose expected
@@ -59,15 +54,19 @@ impl Engine {
         let Some(p) = self.policies.get(key) else {
             return BTreeSet::new();
         };
+        let mut reaches: HashMap<&ToolId, bool> = HashMap::new();
         let mut out = BTreeSet::new();
-        for (tool, agents) in self.callers_index() {
-            if self.policy_reaches(p, &tool) {
-                out.extend(agents);
-            }
-        }
-        for g in self.grants.values() {
-            if g.exceptions.iter().any(|e| &e.policy == key) {
-                out.insert(ObjKey::new(&g.input.key.namespace, &g.input.agent));
+        for (grant, tools) in &self.granted {
+            let Some(g) = self.grants.get(grant) else {
+                continue;
+            };
+            let hit = tools.iter().any(|t| {
+                *reaches
+                    .entry(t)
+                    .or_insert_with(|| self.policy_reaches(p, t))
+            });
+            if hit || g.exceptions.iter().any(|e| &e.policy == key) {
+                out.insert(ObjKey::new(&grant.namespace, &g.input.agent));
             }
         }
         out

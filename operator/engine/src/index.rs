@@ -8,7 +8,7 @@ use crate::glob::UriPattern;
 use crate::key::Selector;
 use crate::model::*;
 use crate::uri::canonicalize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// Settings that change answers (not tuning knobs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,6 +239,9 @@ pub struct Engine {
     pub(crate) grants: BTreeMap<ObjKey, CGrant>,
     /// Agent key -> its Grants (an Agent need not exist for its Grants to be indexed).
     pub(crate) grants_by_agent: BTreeMap<ObjKey, BTreeSet<ObjKey>>,
+    /// Grant -> the tools its selectors resolve to now (live or drifted), kept current
+    /// on apply so that finding the agents a Policy reaches needs no resolution.
+    pub(crate) granted: HashMap<ObjKey, Vec<crate::key::ToolId>>,
     generation: u64,
 }
 
@@ -251,6 +254,7 @@ impl Engine {
             agents: BTreeMap::new(),
             grants: BTreeMap::new(),
             grants_by_agent: BTreeMap::new(),
+            granted: HashMap::new(),
             generation: 0,
         }
     }
@@ -360,6 +364,12 @@ impl Engine {
             return Impact::default();
         }
         let mut impact = self.impact_of(kind, &key);
+        // Grants whose resolution a server change can move, judged before and after.
+        let mut stale_grants = match kind {
+            Kind::MCPServer => self.grants_matching_server(&key),
+            Kind::Grant => BTreeSet::from([key.clone()]),
+            _ => BTreeSet::new(),
+        };
         self.remove(kind, &key);
         match object {
             Object::Server(s) => {
@@ -380,6 +390,10 @@ impl Engine {
                 self.grants.insert(key.clone(), compile_grant(g));
             }
         }
+        if kind == Kind::MCPServer {
+            stale_grants.extend(self.grants_matching_server(&key));
+        }
+        self.refresh_granted(stale_grants);
         let after = self.impact_of(kind, &key);
         impact.agents.extend(after.agents);
         impact.policies |= after.policies;
@@ -390,11 +404,34 @@ impl Engine {
     /// Remove one object. Returns the agents that can be affected.
     pub fn delete(&mut self, kind: Kind, key: &ObjKey) -> Impact {
         let impact = self.impact_of(kind, key);
+        let stale_grants = match kind {
+            Kind::MCPServer => self.grants_matching_server(key),
+            _ => BTreeSet::new(),
+        };
         if self.remove(kind, key) {
+            self.refresh_granted(stale_grants);
             self.generation += 1;
             impact
         } else {
             Impact::default()
+        }
+    }
+
+    /// Re-resolve these Grants (a missing one is forgotten).
+    fn refresh_granted(&mut self, grants: BTreeSet<ObjKey>) {
+        for key in grants {
+            let Some(g) = self.grants.get(&key) else {
+                self.granted.remove(&key);
+                continue;
+            };
+            let mut tools: Vec<_> = g
+                .selectors
+                .iter()
+                .flat_map(|s| self.resolve(s, &key.namespace).granted())
+                .collect();
+            tools.sort();
+            tools.dedup();
+            self.granted.insert(key, tools);
         }
     }
 
@@ -416,6 +453,7 @@ impl Engine {
                 let Some(g) = self.grants.remove(key) else {
                     return false;
                 };
+                self.granted.remove(key);
                 let agent = ObjKey::new(&key.namespace, &g.input.agent);
                 if let Some(set) = self.grants_by_agent.get_mut(&agent) {
                     set.remove(key);

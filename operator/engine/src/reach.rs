@@ -101,6 +101,9 @@ impl Engine {
 
     /// Whether Policy `p` reaches tool `id` at all (directly or through a resource).
     pub(crate) fn policy_reaches(&self, p: &CPolicy, id: &ToolId) -> bool {
+        if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
+            return false;
+        }
         let server = self.servers.get(&ObjKey::new(&id.namespace, &id.server));
         let mut paths = Vec::new();
         self.policy_paths(p, id, &self.access_of(server, id), &mut paths);
