@@ -15,6 +15,15 @@ fn main() {
     let now = jiff::Timestamp::now();
     let t = Instant::now();
     let ev = engine.evaluator(now);
+    let known = engine.known_tools();
+    for id in &known {
+        ev.reach(id);
+    }
+    println!(
+        "  (reach of all {} known tools: {:?})",
+        known.len(),
+        t.elapsed()
+    );
     let evals: Vec<_> = engine
         .agents()
         .map(|a| ev.evaluate_agent(&a.key, None).unwrap())

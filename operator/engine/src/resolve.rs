@@ -76,14 +76,21 @@ impl Engine {
             return self.resolve_bare(&selector.tool, home);
         };
         let ns_pat = selector.namespace_or(home);
-        let candidates: Vec<&CServer> = self
-            .servers
-            .values()
-            .filter(|s| {
-                name_matches(ns_pat, &s.input.key.namespace)
-                    && name_matches(server_pat, &s.input.key.name)
-            })
-            .collect();
+        let candidates: Vec<&CServer> = if has_glob(ns_pat) || has_glob(server_pat) {
+            self.servers
+                .values()
+                .filter(|s| {
+                    name_matches(ns_pat, &s.input.key.namespace)
+                        && name_matches(server_pat, &s.input.key.name)
+                })
+                .collect()
+        } else {
+            // The common case: one named server, found without a scan.
+            self.servers
+                .get(&crate::model::ObjKey::new(ns_pat, server_pat))
+                .into_iter()
+                .collect()
+        };
         let visible: Vec<&CServer> = candidates
             .iter()
             .copied()
