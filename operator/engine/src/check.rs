@@ -113,7 +113,8 @@ impl Evaluator<'_> {
                 .agent(&agent),
             );
         }
-        let granted: Vec<ToolId> = self.granted_tools(&agent).into_keys().collect();
+        // Resolving the agent's tools costs all its Grants: only when an exception needs it.
+        let mut granted: Option<Vec<ToolId>> = None;
         for ex in &g.exceptions {
             let unresolved = |reason: &str, message: String| {
                 Finding::new(FindingKind::Unresolved, reason, object.clone(), message)
@@ -152,6 +153,8 @@ impl Evaluator<'_> {
                 continue;
             }
             // Toolgraph's invariant: an exception must classify at least one row.
+            let granted =
+                granted.get_or_insert_with(|| self.granted_tools(&agent).into_keys().collect());
             let covers_any = granted.iter().any(|id| {
                 self.reach(id)
                     .deny_paths()
