@@ -347,3 +347,35 @@ impl Drop for McpServer {
         self.stop();
     }
 }
+
+/// The four kinds' `status.conditions`, for waiting on one of them.
+pub trait Conditioned {
+    fn conditions(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition];
+}
+
+macro_rules! conditioned {
+    ($($ty:ty),*) => {$(
+        impl Conditioned for $ty {
+            fn conditions(&self) -> &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition] {
+                self.status.as_ref().map_or(&[], |s| s.conditions.as_slice())
+            }
+        }
+    )*};
+}
+conditioned!(
+    mcpgov::crd::MCPServer,
+    mcpgov::crd::Agent,
+    mcpgov::crd::Policy,
+    mcpgov::crd::Grant
+);
+
+/// Wait until condition `type_` of `name` has `status` ("True" / "False").
+pub async fn wait_condition<K>(api: &Api<K>, name: &str, type_: &str, status: &str) -> K
+where
+    K: Resource + Conditioned + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(api, name, &format!("{type_}={status}"), |o| {
+        condition(Some(o.conditions()), type_).is_some_and(|c| c.0 == status)
+    })
+    .await
+}

@@ -80,11 +80,7 @@ async fn setup(client: &kube::Client, ns: &str) -> tempfile_path::Dir {
     assert_eq!(n, 1);
     // The catalog arrives as a status-only change: the server's Ready must follow it.
     let servers: Api<MCPServer> = Api::namespaced(client.clone(), ns);
-    wait_for(&servers, "gw", "MCPServer Ready", |s| {
-        condition(s.status.as_ref().map(|s| s.conditions.as_slice()), "Ready")
-            .is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    wait_condition(&servers, "gw", "Ready", "True").await;
     dir
 }
 
@@ -429,14 +425,7 @@ spec: {agent: bot, tools: ["kube-system/billing::refund"]}
     .await
     .unwrap();
     let grants: Api<Grant> = Api::namespaced(client.clone(), &ns);
-    let g = wait_for(&grants, "steal", "Resolved=False", |g| {
-        condition(
-            g.status.as_ref().map(|s| s.conditions.as_slice()),
-            "Resolved",
-        )
-        .is_some_and(|c| c.0 == "False")
-    })
-    .await;
+    let g = wait_condition(&grants, "steal", "Resolved", "False").await;
     let st = g.status.unwrap();
     assert_eq!(
         condition(Some(&st.conditions), "Resolved").unwrap().1,

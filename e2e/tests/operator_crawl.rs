@@ -48,18 +48,11 @@ spec: {{agent: helper, tools: ["everything::echo"]}}
     .unwrap();
 
     let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
-    let s = wait_for(&servers, "everything", "Crawled=True", |s| {
-        crawled(s).is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let s = wait_condition(&servers, "everything", "Crawled", "True").await;
     let st = s.status.unwrap();
     assert!(st.tool_count.unwrap() >= 10);
     // The governance side follows the crawl: Ready (indexed) without another event.
-    wait_for(&servers, "everything", "Ready=True", |s| {
-        condition(s.status.as_ref().map(|s| s.conditions.as_slice()), "Ready")
-            .is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    wait_condition(&servers, "everything", "Ready", "True").await;
     assert_eq!(st.protocol_version.as_deref(), Some("2025-11-25"));
     let echo = st
         .tools
@@ -87,10 +80,7 @@ spec: {{agent: helper, tools: ["everything::echo"]}}
 
     // The server goes away: Crawled=False, the catalog stays (stale), decisions hold.
     srv.stop();
-    let s = wait_for(&servers, "everything", "Crawled=False", |s| {
-        crawled(s).is_some_and(|c| c.0 == "False")
-    })
-    .await;
+    let s = wait_condition(&servers, "everything", "Crawled", "False").await;
     let st = s.status.unwrap();
     assert!(
         st.tools.iter().any(|t| t.name == "echo"),
@@ -115,10 +105,7 @@ spec: {{agent: helper, tools: ["everything::echo"]}}
 
     // It comes back on the same address: the crawler recovers (backoff, not interval).
     srv.restart();
-    wait_for(&servers, "everything", "Crawled=True again", |s| {
-        crawled(s).is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    wait_condition(&servers, "everything", "Crawled", "True").await;
     op.stop();
 }
 
@@ -252,10 +239,7 @@ stringData: {token: "Bearer s3cret-token", wrong: "Bearer nope"}
 
     // The right key: the spec change crawls at once and succeeds.
     apply(&client, &ns, &server("token")).await.unwrap();
-    wait_for(&servers, "private", "Crawled=True", |s| {
-        crawled(s).is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    wait_condition(&servers, "private", "Crawled", "True").await;
     op.stop();
 }
 
