@@ -2,6 +2,9 @@
 # Run Toolgraph (Python) and mcpgov on the same generated estate, print median timings
 # and ratios, and fail when their answers differ.
 #   bench/compare-toolgraph.sh [small|medium|large] [runs]      (default: medium 3)
+# Above 60 agents (large: 500) the all-agent bundle step is timed on 20 agents and
+# extrapolated (the table says so). One large run took 13 min on 2 busy cores (a third
+# of it the answer checks), so large is run with RUNS=1.
 # Env: MCPGOV_CACHE (default ~/.cache/mcpgov) holds the Toolgraph venv and the estate;
 #      CARGO_TARGET_DIR (default $MCPGOV_CACHE/target); TOOLGRAPH_PYTHON (a Python >= 3.12);
 #      SEED (default 42).
@@ -36,5 +39,6 @@ rm -rf "$EST"
 "$VENV/bin/python" "$HERE/gen_estate.py" "$EST" "$SIZE" --seed "${SEED:-42}" \
   --python "$VENV/bin/python" --server-script "$HERE/bench_server.py" >/dev/null
 echo "estate $SIZE written; $RUNS run(s)" >&2
-echo "machine: $(nproc) cores ($(uname -m)), $("$VENV/bin/toolgraph" --version), $("$MCPGOV" --version)"
+REV=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "not a git checkout")
+echo "machine: $(nproc) cores ($(uname -m)), $("$VENV/bin/toolgraph" --version), $("$MCPGOV" --version) ($REV)"
 exec "$VENV/bin/python" "$HERE/compare.py" "$EST" "$RUNS" "$VENV/bin/toolgraph" "$MCPGOV"

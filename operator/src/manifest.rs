@@ -100,16 +100,53 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Vec<Loaded>, InputError> {
 
 /// Parse one YAML stream; `file` names it in errors.
 pub fn load_str(text: &str, file: &Path) -> Result<Vec<Loaded>, InputError> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| InputError {
-        file: file.to_path_buf(),
-        object: None,
-        message: format!("not valid YAML: {e}"),
-    })?;
+    let docs = match json_documents(text) {
+        Some(docs) => docs,
+        None => serde_saphyr::from_multiple_with_options(text, yaml_options(text.len())).map_err(
+            |e| InputError {
+                file: file.to_path_buf(),
+                object: None,
+                message: format!("not valid YAML: {e}"),
+            },
+        )?,
+    };
     let mut out = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         collect(doc, file, i + 1, &mut out)?;
     }
     Ok(out)
+}
+
+/// The parser's budget grows with the input: its defaults (1,024 documents, 250,000
+/// nodes, 1,000,000 events) refuse a rendered estate of a few MB that kubectl applies
+/// without complaint, while the limits on aliases and anchors (expansion bombs) stay.
+fn yaml_options(bytes: usize) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_documents = budget.max_documents.max(bytes / 16);
+    budget.max_nodes = budget.max_nodes.max(bytes / 2);
+    budget.max_events = budget.max_events.max(bytes);
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
+/// A stream whose every document is JSON (what generators and `kubectl -o json`
+/// write; JSON is YAML) is read by the JSON parser, many times faster. Anything else,
+/// or any document that is not plain JSON, goes to the YAML parser whole.
+fn json_documents(text: &str) -> Option<Vec<Value>> {
+    // Documents are separated by a line that is exactly `---`.
+    let text = text.strip_prefix("---\n").unwrap_or(text);
+    let mut docs = Vec::new();
+    for doc in text.split("\n---\n").map(str::trim) {
+        if doc.is_empty() {
+            continue;
+        }
+        if !doc.starts_with('{') {
+            return None;
+        }
+        docs.push(serde_json::from_str(doc).ok()?);
+    }
+    Some(docs)
 }
 
 fn describe(doc: &Value, index: usize) -> String {
@@ -188,4 +225,53 @@ fn collect(doc: Value, file: &Path, index: usize, out: &mut Vec<Loaded>) -> Resu
         resource,
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agents(n: usize, json: bool) -> String {
+        (0..n)
+            .map(|i| {
+                if json {
+                    format!(
+                        r#"{{"apiVersion":"mcpgov.io/v1alpha1","kind":"Agent","metadata":{{"name":"a{i}","namespace":"t"}},"spec":{{"profile":"Strict"}}}}"#
+                    )
+                } else {
+                    format!(
+                        "apiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata:\n  name: a{i}\n  namespace: t\nspec:\n  profile: Strict"
+                    )
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n---\n")
+    }
+
+    #[test]
+    fn streams_beyond_the_yaml_parsers_default_budget_load() {
+        // 1,024 documents is serde-saphyr's default cap; a rendered estate has more.
+        for json in [true, false] {
+            let text = agents(3000, json);
+            let loaded = load_str(&text, Path::new("estate.yaml")).unwrap();
+            assert_eq!(loaded.len(), 3000, "json={json}");
+        }
+    }
+
+    #[test]
+    fn json_and_yaml_streams_read_the_same() {
+        let json = load_str(&format!("---\n{}\n", agents(3, true)), Path::new("a.json")).unwrap();
+        let yaml = load_str(&agents(3, false), Path::new("a.yaml")).unwrap();
+        let keys = |l: &[Loaded]| -> Vec<String> {
+            l.iter()
+                .map(|o| format!("{:?}", o.resource.to_engine("default")))
+                .collect()
+        };
+        assert_eq!(keys(&json), keys(&yaml));
+        assert!(json_documents(&agents(3, true)).is_some());
+        // One YAML document sends the whole stream to the YAML parser.
+        let mixed = format!("{}\n---\n{}", agents(1, true), agents(1, false));
+        assert!(json_documents(&mixed).is_none());
+        assert_eq!(load_str(&mixed, Path::new("m.yaml")).unwrap().len(), 2);
+    }
 }

@@ -45,11 +45,11 @@ struct BundleTool<'a> {
     contract_digest: Option<&'a str>,
     decision: Decision,
     deny_paths: Vec<BundlePath<'a>>,
-    key: String,
+    key: &'a str,
     name: &'a str,
     reasons: &'a [Reason],
     risk_score: f64,
-    server: String,
+    server: &'a str,
 }
 
 #[derive(Serialize)]
@@ -134,14 +134,14 @@ impl fmt::Display for BundleError {
 
 impl std::error::Error for BundleError {}
 
-/// What decided a bundle, by reference: each Policy and server enters through the
-/// digest computed when it was applied.
+/// What decided a bundle, by reference: each Grant, Policy and server enters through
+/// the digest computed when it was applied.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct GovernanceInputs<'a> {
     governance_namespace: &'a str,
     agent: &'a Agent,
-    grants: Vec<&'a Grant>,
+    grants: Vec<(&'a ObjKey, &'a str)>,
     policies: Vec<(&'a ObjKey, &'a str)>,
     servers: Vec<(&'a ObjKey, &'a str)>,
 }
@@ -191,7 +191,11 @@ impl Evaluator<'_> {
         let governance = GovernanceInputs {
             governance_namespace: &engine.config().governance_namespace,
             agent,
-            grants: engine.grants_of(&eval.agent).collect(),
+            grants: engine
+                .grant_keys_of(&eval.agent)
+                .filter_map(|k| engine.grants.get(k))
+                .map(|g| (&g.input.key, g.digest.as_str()))
+                .collect(),
             policies,
             servers: servers
                 .iter()
@@ -220,7 +224,7 @@ impl Evaluator<'_> {
                     contract_digest: t.contract_digest.as_deref(),
                     decision: t.decision,
                     deny_paths: t.deny_paths.iter().map(Into::into).collect(),
-                    key: t.id.to_string(),
+                    key: t.id.as_str(),
                     name: &t.id.name,
                     reasons: &t.reasons,
                     risk_score: t.risk_score,

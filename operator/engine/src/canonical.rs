@@ -53,10 +53,19 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     let mut s = String::with_capacity(7 + 64);
     s.push_str("sha256:");
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     for b in digest.iter() {
-        s.push_str(&format!("{b:02x}"));
+        s.push(HEX[usize::from(b >> 4)] as char);
+        s.push(HEX[usize::from(b & 15)] as char);
     }
     s
+}
+
+/// Digest of a value's JSON as serde writes it (fields in declaration order): a
+/// cheap fingerprint of a model object (the model holds no maps, so the bytes are
+/// fixed), used only as an input of other digests.
+pub fn fingerprint<T: Serialize + ?Sized>(value: &T) -> String {
+    sha256_hex(&serde_json::to_vec(value).expect("engine values always serialise"))
 }
 
 /// Digest of a value's canonical JSON.

@@ -6,9 +6,9 @@
 
 use crate::glob::name_matches;
 use crate::index::Engine;
-use crate::key::{Selector, ToolId};
+use crate::key::Selector;
 use crate::model::ObjKey;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 impl Engine {
     /// Whether `sel`, read from a Grant in `home`, can name a tool of server `key`
@@ -49,26 +49,29 @@ impl Engine {
     }
 
     /// Agents whose granted tools Policy `key` reaches, and agents whose expected
-    /// exceptions name it.
+    /// exceptions name it, from the tool -> Grants index (each granted tool is looked
+    /// at once, not once per Grant).
     pub(crate) fn agents_reaching_policy(&self, key: &ObjKey) -> BTreeSet<ObjKey> {
         let Some(p) = self.policies.get(key) else {
             return BTreeSet::new();
         };
-        let mut reaches: HashMap<&ToolId, bool> = HashMap::new();
-        let mut out = BTreeSet::new();
-        for (grant, tools) in &self.granted {
-            let Some(g) = self.grants.get(grant) else {
-                continue;
-            };
-            let hit = tools.iter().any(|t| {
-                *reaches
-                    .entry(t)
-                    .or_insert_with(|| self.policy_reaches(p, t))
-            });
-            if hit || g.exceptions.iter().any(|e| &e.policy == key) {
-                out.insert(ObjKey::new(&grant.namespace, &g.input.agent));
+        let mut grants: BTreeSet<&ObjKey> = BTreeSet::new();
+        let governs_all = key.namespace == self.config.governance_namespace;
+        for (tool, by) in &self.grants_by_tool {
+            if (governs_all || tool.namespace == key.namespace) && self.policy_reaches(p, tool) {
+                grants.extend(by);
             }
         }
-        out
+        let by_exception = self
+            .grants
+            .values()
+            .filter(|g| g.exceptions.iter().any(|e| &e.policy == key))
+            .map(|g| &g.input.key);
+        grants.extend(by_exception);
+        grants
+            .into_iter()
+            .filter_map(|g| self.grants.get(g))
+            .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+            .collect()
     }
 }

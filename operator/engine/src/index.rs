@@ -2,11 +2,12 @@
 //! (selectors parsed, URIs canonicalised, globs compiled), plus the reverse lookups that
 //! tell which agents a change can affect. Pure data: no I/O, no clock.
 
-use crate::canonical::digest_of;
+use crate::canonical::fingerprint;
 use crate::findings::{Finding, FindingKind};
 use crate::glob::UriPattern;
 use crate::key::Selector;
 use crate::model::*;
+use crate::resolve::Resolution;
 use crate::uri::canonicalize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -46,7 +47,14 @@ pub(crate) struct CServer {
     pub catalog_digest: String,
     /// Exposed tools by name; `None` when the server never crawled.
     pub tools: Option<BTreeMap<String, CatalogTool>>,
+    /// The ids of `tools`, in the same (name) order, built once and shared by every
+    /// resolution that names them.
+    pub ids: Vec<crate::key::ToolId>,
     pub access: Vec<CAccess>,
+    /// Indexes into `access` by literal tool name, and those whose tool is a glob:
+    /// a tool's entries are found without scanning the whole list.
+    pub access_by_tool: HashMap<String, Vec<usize>>,
+    pub glob_access: Vec<usize>,
     pub problems: Vec<Finding>,
 }
 
@@ -68,6 +76,7 @@ pub(crate) struct CException {
 
 pub(crate) struct CGrant {
     pub input: Grant,
+    pub digest: String,
     pub selectors: Vec<Selector>,
     pub exceptions: Vec<CException>,
     pub problems: Vec<Finding>,
@@ -110,9 +119,26 @@ fn compile_server(input: Server) -> CServer {
         }
         by_name
     });
+    let mut access_by_tool: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut glob_access = Vec::new();
+    for (i, a) in access.iter().enumerate() {
+        if crate::glob::has_glob(&a.tool) {
+            glob_access.push(i);
+        } else {
+            access_by_tool.entry(a.tool.clone()).or_default().push(i);
+        }
+    }
+    let ids = tools
+        .iter()
+        .flat_map(|t| t.keys())
+        .map(|name| crate::key::ToolId::new(&input.key.namespace, &input.key.name, name))
+        .collect();
     CServer {
-        governance_digest: digest_of(&(&input.key, &input.data_access, &input.sharing)),
-        catalog_digest: digest_of(&(&input.key, &input.catalog)),
+        ids,
+        access_by_tool,
+        glob_access,
+        governance_digest: fingerprint(&(&input.key, &input.data_access, &input.sharing)),
+        catalog_digest: fingerprint(&(&input.key, &input.catalog)),
         input,
         tools,
         access,
@@ -142,7 +168,7 @@ fn compile_policy(input: Policy) -> CPolicy {
         }
     }
     CPolicy {
-        digest: digest_of(&input),
+        digest: fingerprint(&input),
         input,
         resources,
         tools,
@@ -211,11 +237,18 @@ fn compile_grant(input: Grant) -> CGrant {
         });
     }
     CGrant {
+        digest: fingerprint(&input),
         input,
         selectors,
         exceptions,
         problems,
     }
+}
+
+/// One Grant's selectors resolved, and the tools they grant (sorted, deduplicated).
+pub(crate) struct GrantResolution {
+    pub selectors: Vec<Resolution>,
+    pub tools: Vec<crate::key::ToolId>,
 }
 
 /// Which agents (and other objects) a change can move.
@@ -239,9 +272,12 @@ pub struct Engine {
     pub(crate) grants: BTreeMap<ObjKey, CGrant>,
     /// Agent key -> its Grants (an Agent need not exist for its Grants to be indexed).
     pub(crate) grants_by_agent: BTreeMap<ObjKey, BTreeSet<ObjKey>>,
-    /// Grant -> the tools its selectors resolve to now (live or drifted), kept current
-    /// on apply so that finding the agents a Policy reaches needs no resolution.
-    pub(crate) granted: HashMap<ObjKey, Vec<crate::key::ToolId>>,
+    /// Grant -> what its selectors resolve to now, kept current on apply (only the
+    /// Grants a change can move are re-resolved), so that evaluating an agent and
+    /// finding the agents a Policy reaches need no resolution.
+    pub(crate) resolved: HashMap<ObjKey, GrantResolution>,
+    /// The reverse: tool -> the Grants that grant it.
+    pub(crate) grants_by_tool: HashMap<crate::key::ToolId, BTreeSet<ObjKey>>,
     generation: u64,
 }
 
@@ -254,13 +290,18 @@ impl Engine {
             agents: BTreeMap::new(),
             grants: BTreeMap::new(),
             grants_by_agent: BTreeMap::new(),
-            granted: HashMap::new(),
+            resolved: HashMap::new(),
+            grants_by_tool: HashMap::new(),
             generation: 0,
         }
     }
 
     pub fn from_snapshot(config: EngineConfig, objects: impl IntoIterator<Item = Object>) -> Self {
         let mut engine = Engine::new(config);
+        // Servers and Policies first: applied after the Grants, each would look for
+        // the Grants and agents it moves (an impact nobody reads at build time).
+        let mut objects: Vec<Object> = objects.into_iter().collect();
+        objects.sort_by_key(Object::kind);
         for o in objects {
             engine.apply(o);
         }
@@ -420,18 +461,41 @@ impl Engine {
     /// Re-resolve these Grants (a missing one is forgotten).
     fn refresh_granted(&mut self, grants: BTreeSet<ObjKey>) {
         for key in grants {
+            self.forget_resolution(&key);
             let Some(g) = self.grants.get(&key) else {
-                self.granted.remove(&key);
                 continue;
             };
-            let mut tools: Vec<_> = g
+            let selectors: Vec<Resolution> = g
                 .selectors
                 .iter()
-                .flat_map(|s| self.resolve(s, &key.namespace).granted())
+                .map(|s| self.resolve(s, &key.namespace))
                 .collect();
+            let mut tools: Vec<_> = selectors.iter().flat_map(Resolution::granted).collect();
             tools.sort();
             tools.dedup();
-            self.granted.insert(key, tools);
+            for t in &tools {
+                self.grants_by_tool
+                    .entry(t.clone())
+                    .or_default()
+                    .insert(key.clone());
+            }
+            self.resolved
+                .insert(key, GrantResolution { selectors, tools });
+        }
+    }
+
+    /// Drop a Grant's cached resolution and its reverse entries.
+    fn forget_resolution(&mut self, grant: &ObjKey) {
+        let Some(old) = self.resolved.remove(grant) else {
+            return;
+        };
+        for t in &old.tools {
+            if let Some(set) = self.grants_by_tool.get_mut(t) {
+                set.remove(grant);
+                if set.is_empty() {
+                    self.grants_by_tool.remove(t);
+                }
+            }
         }
     }
 
@@ -453,7 +517,7 @@ impl Engine {
                 let Some(g) = self.grants.remove(key) else {
                     return false;
                 };
-                self.granted.remove(key);
+                self.forget_resolution(key);
                 let agent = ObjKey::new(&key.namespace, &g.input.agent);
                 if let Some(set) = self.grants_by_agent.get_mut(&agent) {
                     set.remove(key);

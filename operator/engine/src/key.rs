@@ -4,33 +4,99 @@
 use crate::glob::{has_glob, name_matches};
 use serde::Serialize;
 use std::fmt;
+use std::sync::Arc;
 
 /// A concrete tool: the server's namespace and name, and the tool's name on it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-pub struct ToolId {
+/// Shared: a clone is a reference count, since every agent's evaluation and every
+/// cache holds the same ids; its text form is built once. Fields read through
+/// `Deref` (`id.name`).
+#[derive(Clone)]
+pub struct ToolId(Arc<Interned>);
+
+struct Interned {
+    parts: ToolParts,
+    /// `namespace/server::name`.
+    key: String,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ToolParts {
     pub namespace: String,
     pub server: String,
     pub name: String,
 }
 
+impl std::ops::Deref for ToolId {
+    type Target = ToolParts;
+    fn deref(&self) -> &ToolParts {
+        &self.0.parts
+    }
+}
+
+impl PartialEq for ToolId {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.parts == other.0.parts
+    }
+}
+
+impl Eq for ToolId {}
+
+impl PartialOrd for ToolId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ToolId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.parts.cmp(&other.0.parts)
+    }
+}
+
+impl std::hash::Hash for ToolId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.key.hash(state);
+    }
+}
+
+impl fmt::Debug for ToolId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.parts.fmt(f)
+    }
+}
+
+impl Serialize for ToolId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.parts.serialize(s)
+    }
+}
+
 impl ToolId {
     pub fn new(namespace: &str, server: &str, name: &str) -> Self {
-        ToolId {
-            namespace: namespace.to_string(),
-            server: server.to_string(),
-            name: name.to_string(),
-        }
+        ToolId(Arc::new(Interned {
+            key: format!("{namespace}/{server}::{name}"),
+            parts: ToolParts {
+                namespace: namespace.to_string(),
+                server: server.to_string(),
+                name: name.to_string(),
+            },
+        }))
+    }
+
+    /// `namespace/server::name`.
+    pub fn as_str(&self) -> &str {
+        &self.0.key
     }
 
     /// `namespace/server`, the server's object key as text.
-    pub fn server_key(&self) -> String {
-        format!("{}/{}", self.namespace, self.server)
+    pub fn server_key(&self) -> &str {
+        &self.0.key[..self.namespace.len() + 1 + self.server.len()]
     }
 }
 
 impl fmt::Display for ToolId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}::{}", self.namespace, self.server, self.name)
+        f.write_str(&self.0.key)
     }
 }
 

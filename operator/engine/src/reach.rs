@@ -6,6 +6,7 @@ use crate::glob::UriPattern;
 use crate::index::{CAccess, CException, CPolicy, CServer, Engine};
 use crate::key::ToolId;
 use crate::model::*;
+use crate::verdict::node;
 use serde::Serialize;
 
 /// One authored READS/WRITES edge of a tool.
@@ -29,6 +30,22 @@ pub struct PolicyPath {
     pub policy_provenance: Provenance,
     /// Compiled data-access and Policy resource patterns of a resource path.
     pub(crate) patterns: Option<(UriPattern, UriPattern)>,
+    /// `ns/name` of the Policy, and the evidence path from the tool node on: the same
+    /// for every agent, so built once here.
+    pub(crate) policy_name: String,
+    pub(crate) tail: Vec<String>,
+}
+
+/// The evidence path of a tool -> Policy path, from the tool node on.
+fn path_tail(id: &ToolId, access: Option<&AccessEdge>, policy: &ObjKey) -> Vec<String> {
+    let mut tail = vec![node("tool", id)];
+    if let Some(a) = access {
+        tail.push(a.mode.edge().into());
+        tail.push(node("resource", &a.resource));
+    }
+    tail.push("GOVERNED_BY".into());
+    tail.push(node("policy", policy));
+    tail
 }
 
 /// Everything about one tool that is the same for every agent.
@@ -67,7 +84,7 @@ impl Engine {
             .cloned();
         let access = self.access_of(server, id);
         let mut paths = Vec::new();
-        for p in self.policies.values() {
+        for p in self.policies_governing(&id.namespace) {
             self.policy_paths(p, id, &access, &mut paths);
         }
         ToolReach {
@@ -86,17 +103,49 @@ impl Engine {
         }
     }
 
+    /// Policies that can govern a tool of namespace `ns` (its own and the governance
+    /// namespace's), in key order, without visiting the others.
+    pub(crate) fn policies_governing<'a>(
+        &'a self,
+        ns: &'a str,
+    ) -> impl Iterator<Item = &'a CPolicy> {
+        let gov = self.config.governance_namespace.as_str();
+        let mut spaces = vec![ns];
+        if ns != gov {
+            spaces.push(gov);
+        }
+        spaces.sort_unstable();
+        spaces.into_iter().flat_map(move |ns| {
+            self.policies
+                .range(ObjKey::new(ns, "")..)
+                .take_while(move |(k, _)| k.namespace == ns)
+                .map(|(_, p)| p)
+        })
+    }
+
     /// The dataAccess entries of `server` that name tool `id`.
     pub(crate) fn access_of<'a>(
         &self,
         server: Option<&'a CServer>,
         id: &ToolId,
     ) -> Vec<&'a CAccess> {
-        server
-            .into_iter()
-            .flat_map(|s| s.access.iter())
-            .filter(|a| crate::glob::name_matches(&a.tool, &id.name))
-            .collect()
+        let Some(s) = server else {
+            return Vec::new();
+        };
+        let literal = s
+            .access_by_tool
+            .get(&id.name)
+            .map_or(&[][..], Vec::as_slice);
+        let mut idx: Vec<usize> = literal.to_vec();
+        idx.extend(
+            s.glob_access
+                .iter()
+                .copied()
+                .filter(|&i| crate::glob::name_matches(&s.access[i].tool, &id.name)),
+        );
+        // Authored order, as a scan would give.
+        idx.sort_unstable();
+        idx.into_iter().map(|i| &s.access[i]).collect()
     }
 
     /// Whether Policy `p` reaches tool `id` at all (directly or through a resource).
@@ -104,10 +153,16 @@ impl Engine {
         if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
             return false;
         }
+        if p.tools
+            .iter()
+            .any(|(sel, _)| sel.matches(id, &p.input.key.namespace))
+        {
+            return true;
+        }
         let server = self.servers.get(&ObjKey::new(&id.namespace, &id.server));
-        let mut paths = Vec::new();
-        self.policy_paths(p, id, &self.access_of(server, id), &mut paths);
-        !paths.is_empty()
+        self.access_of(server, id)
+            .iter()
+            .any(|a| p.resources.iter().any(|(r, _)| a.pattern.overlaps(r)))
     }
 
     /// Paths from tool `id` (with its dataAccess `access`) to Policy `p`.
@@ -130,47 +185,63 @@ impl Engine {
                     binding: sel.raw.clone(),
                     policy_provenance: prov.clone(),
                     patterns: None,
+                    policy_name: p.input.key.to_string(),
+                    tail: path_tail(id, None, &p.input.key),
                 });
             }
         }
         for a in access {
             for (pattern, prov) in &p.resources {
                 if a.pattern.overlaps(pattern) {
+                    let edge = AccessEdge {
+                        mode: a.mode,
+                        resource: a.pattern.as_str().to_string(),
+                        provenance: a.provenance.clone(),
+                    };
                     out.push(PolicyPath {
                         policy: p.input.key.clone(),
                         effect: p.input.effect,
-                        access: Some(AccessEdge {
-                            mode: a.mode,
-                            resource: a.pattern.as_str().to_string(),
-                            provenance: a.provenance.clone(),
-                        }),
+                        tail: path_tail(id, Some(&edge), &p.input.key),
+                        access: Some(edge),
                         binding: pattern.as_str().to_string(),
                         policy_provenance: prov.clone(),
                         patterns: Some((a.pattern.clone(), pattern.clone())),
+                        policy_name: p.input.key.to_string(),
                     });
                 }
             }
         }
     }
 
-    /// The live expected exception of `agent`'s Grants that covers `path`, if any.
-    pub(crate) fn covering_exception(
+    /// The expected exceptions of `agent`'s Grants still live at `now`, with their
+    /// Grant, in Grant order: looked up once per agent, not once per path.
+    pub(crate) fn live_exceptions(
         &self,
         agent: &ObjKey,
+        now: jiff::Timestamp,
+    ) -> Vec<(&ObjKey, &CException)> {
+        self.grant_keys_of(agent)
+            .filter_map(|gk| self.grants.get(gk).map(|g| (gk, g)))
+            .flat_map(|(gk, g)| g.exceptions.iter().map(move |e| (gk, e)))
+            .filter(|(_, e)| e.expires.is_none_or(|t| t > now))
+            .collect()
+    }
+
+    /// The first of `exceptions` (see `live_exceptions`) that covers `path`, if any.
+    pub(crate) fn covering_exception<'a>(
+        &self,
+        exceptions: &[(&'a ObjKey, &'a CException)],
         tool: &ToolId,
         path: &PolicyPath,
         now: jiff::Timestamp,
-    ) -> Option<(&ObjKey, &CException)> {
+    ) -> Option<(&'a ObjKey, &'a CException)> {
+        if exceptions.is_empty() {
+            return None;
+        }
         let policy = self.policies.get(&path.policy)?;
-        self.grant_keys_of(agent).find_map(|gk| {
-            let g = self.grants.get(gk)?;
-            if !policy.input.allows_exceptions_from(&gk.namespace) {
-                return None;
-            }
-            g.exceptions
-                .iter()
-                .find(|e| exception_covers(e, &path.policy, tool, &gk.namespace, path, now))
-                .map(|e| (gk, e))
+        exceptions.iter().copied().find(|(gk, e)| {
+            policy.input.allows_exceptions_from(&gk.namespace)
+                && exception_covers(e, &path.policy, tool, &gk.namespace, path, now)
         })
     }
 }

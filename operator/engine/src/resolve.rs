@@ -36,10 +36,15 @@ impl Resolution {
 
     /// Tools the selector creates CAN_CALL edges to (live or drifted).
     pub fn granted(&self) -> Vec<ToolId> {
+        self.granted_ids().to_vec()
+    }
+
+    /// The same, borrowed.
+    pub fn granted_ids(&self) -> &[ToolId] {
         match self {
-            Resolution::Resolved { tools } => tools.clone(),
-            Resolution::Drifted { tool } => vec![tool.clone()],
-            _ => Vec::new(),
+            Resolution::Resolved { tools } => tools,
+            Resolution::Drifted { tool } => std::slice::from_ref(tool),
+            _ => &[],
         }
     }
 }
@@ -53,19 +58,26 @@ impl CServer {
         self.tools.as_ref().is_some_and(|t| t.contains_key(tool))
     }
 
+    /// The shared id of an exposed tool.
+    pub(crate) fn tool_id(&self, name: &str) -> Option<&ToolId> {
+        self.ids
+            .binary_search_by(|id| id.name.as_str().cmp(name))
+            .ok()
+            .map(|i| &self.ids[i])
+    }
+
     fn matching_tools<'a>(&'a self, pattern: &'a str) -> impl Iterator<Item = ToolId> + 'a {
         let literal = !has_glob(pattern);
-        self.tools
+        self.ids
             .iter()
-            .flat_map(|t| t.keys())
-            .filter(move |name| {
+            .filter(move |id| {
                 if literal {
-                    name.as_str() == pattern
+                    id.name == pattern
                 } else {
-                    name_matches(pattern, name)
+                    name_matches(pattern, &id.name)
                 }
             })
-            .map(|name| ToolId::new(&self.input.key.namespace, &self.input.key.name, name))
+            .cloned()
     }
 }
 
@@ -103,13 +115,15 @@ impl Engine {
                 server: format!("{ns_pat}/{server_pat}"),
             };
         }
-        if let Some(id) = selector.literal_id(home) {
-            let live = visible.first().is_some_and(|s| s.exposes(&id.name));
-            return if live {
-                Resolution::Resolved { tools: vec![id] }
-            } else {
-                Resolution::Drifted { tool: id }
-            };
+        if selector.is_literal() {
+            if let Some(live) = visible.first().and_then(|s| s.tool_id(&selector.tool)) {
+                return Resolution::Resolved {
+                    tools: vec![live.clone()],
+                };
+            }
+            if let Some(id) = selector.literal_id(home) {
+                return Resolution::Drifted { tool: id };
+            }
         }
         let tools: Vec<ToolId> = visible
             .iter()

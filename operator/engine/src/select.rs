@@ -228,14 +228,18 @@ impl Evaluator<'_> {
         let a = self.engine.agent(agent)?;
         let profile = profile.unwrap_or(a.profile);
         let mut reached_policies = BTreeSet::new();
-        let refs = self.grant_refs(agent);
-        let tools = self
-            .granted_from(&refs)
+        let (refs, granted) = self.grant_edges(agent);
+        let cx = self.agent_context(agent);
+        let tools = granted
             .into_iter()
             .map(|(id, granted_by)| {
                 let reach = self.reach(&id);
-                reached_policies.extend(reach.paths.iter().map(|p| p.policy.clone()));
-                let deny_paths = self.deny_paths(agent, &reach);
+                for p in &reach.paths {
+                    if !reached_policies.contains(&p.policy) {
+                        reached_policies.insert(p.policy.clone());
+                    }
+                }
+                let deny_paths = self.deny_paths_in(&cx, &reach);
                 let verdict = AccessVerdict {
                     agent: agent.to_string(),
                     agent_found: true,

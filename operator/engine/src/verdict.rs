@@ -2,10 +2,10 @@
 //! granted-tool set. An `Evaluator` caches per-tool reach so that evaluating many agents
 //! computes each tool's reach once.
 
-use crate::index::Engine;
+use crate::index::{CException, Engine};
 use crate::key::ToolId;
 use crate::model::*;
-use crate::reach::{AccessEdge, PolicyPath, ToolReach};
+use crate::reach::{PolicyPath, ToolReach};
 use crate::resolve::Resolution;
 use serde::Serialize;
 use std::cell::RefCell;
@@ -86,6 +86,12 @@ pub struct GrantRef {
     pub resolution: Resolution,
 }
 
+/// Per agent: its evidence-path node and its live expected exceptions.
+pub(crate) struct AgentContext<'e> {
+    node: String,
+    exceptions: Vec<(&'e ObjKey, &'e CException)>,
+}
+
 /// Reads the engine at one instant, caching per-tool reach.
 pub struct Evaluator<'e> {
     pub(crate) engine: &'e Engine,
@@ -124,10 +130,7 @@ impl<'e> Evaluator<'e> {
 
     /// Every selector of the agent's Grants with its resolution.
     pub fn grant_refs(&self, agent: &ObjKey) -> Vec<GrantRef> {
-        self.engine
-            .grant_keys_of(agent)
-            .flat_map(|gk| self.refs_of_grant(gk))
-            .collect()
+        self.grant_edges(agent).0
     }
 
     /// Every selector of one Grant with its resolution.
@@ -147,49 +150,75 @@ impl<'e> Evaluator<'e> {
 
     /// The tools the agent can call (CAN_CALL edges), each with the edges that grant it.
     pub fn granted_tools(&self, agent: &ObjKey) -> BTreeMap<ToolId, Vec<GrantEdge>> {
-        self.granted_from(&self.grant_refs(agent))
+        self.grant_edges(agent).1
     }
 
-    /// The CAN_CALL edges a set of resolved selectors makes.
-    pub(crate) fn granted_from(&self, refs: &[GrantRef]) -> BTreeMap<ToolId, Vec<GrantEdge>> {
-        let mut out: BTreeMap<ToolId, Vec<GrantEdge>> = BTreeMap::new();
-        for r in refs {
-            let provenance = self
-                .engine
-                .grants
-                .get(&crate::index::parse_object_ref(&r.grant, ""))
-                .map(|g| g.input.provenance.clone())
-                .unwrap_or_default();
-            for id in r.resolution.granted() {
-                out.entry(id).or_default().push(GrantEdge {
-                    grant: r.grant.clone(),
-                    selector: r.selector.clone(),
-                    provenance: provenance.clone(),
+    /// The agent's resolved selectors and the CAN_CALL edges they make, in one pass
+    /// over its Grants.
+    pub(crate) fn grant_edges(
+        &self,
+        agent: &ObjKey,
+    ) -> (Vec<GrantRef>, BTreeMap<ToolId, Vec<GrantEdge>>) {
+        let mut refs = Vec::new();
+        let mut edges: BTreeMap<ToolId, Vec<GrantEdge>> = BTreeMap::new();
+        for gk in self.engine.grant_keys_of(agent) {
+            let Some(g) = self.engine.grants.get(gk) else {
+                continue;
+            };
+            let grant = gk.to_string();
+            let cached = self.engine.resolved.get(gk);
+            for (i, sel) in g.selectors.iter().enumerate() {
+                let resolution = match cached.and_then(|c| c.selectors.get(i)) {
+                    Some(r) => r.clone(),
+                    None => self.engine.resolve(sel, &gk.namespace),
+                };
+                for id in resolution.granted_ids() {
+                    edges.entry(id.clone()).or_default().push(GrantEdge {
+                        grant: grant.clone(),
+                        selector: sel.raw.clone(),
+                        provenance: g.input.provenance.clone(),
+                    });
+                }
+                refs.push(GrantRef {
+                    grant: grant.clone(),
+                    selector: sel.raw.clone(),
+                    resolution,
                 });
             }
         }
-        out
+        (refs, edges)
+    }
+
+    /// What classifying `agent`'s deny paths needs, looked up once.
+    pub(crate) fn agent_context(&self, agent: &ObjKey) -> AgentContext<'e> {
+        AgentContext {
+            node: node("agent", agent),
+            exceptions: self.engine.live_exceptions(agent, self.now),
+        }
     }
 
     /// Deny paths of `reach` for `agent`, classified against the agent's exceptions.
     pub fn deny_paths(&self, agent: &ObjKey, reach: &ToolReach) -> Vec<DenyPath> {
+        self.deny_paths_in(&self.agent_context(agent), reach)
+    }
+
+    pub(crate) fn deny_paths_in(&self, cx: &AgentContext<'e>, reach: &ToolReach) -> Vec<DenyPath> {
         reach
             .deny_paths()
-            .map(|p| self.classify(agent, &reach.id, p))
+            .map(|p| self.classify(cx, &reach.id, p))
             .collect()
     }
 
-    fn classify(&self, agent: &ObjKey, tool: &ToolId, p: &PolicyPath) -> DenyPath {
-        let mut path = vec![node("agent", agent), "CAN_CALL".into(), node("tool", tool)];
-        if let Some(AccessEdge { mode, resource, .. }) = &p.access {
-            path.push(mode.edge().into());
-            path.push(node("resource", resource));
-        }
-        path.push("GOVERNED_BY".into());
-        path.push(node("policy", &p.policy));
-        let exception = self.engine.covering_exception(agent, tool, p, self.now);
+    fn classify(&self, cx: &AgentContext<'e>, tool: &ToolId, p: &PolicyPath) -> DenyPath {
+        let mut path = Vec::with_capacity(2 + p.tail.len());
+        path.push(cx.node.clone());
+        path.push("CAN_CALL".to_string());
+        path.extend(p.tail.iter().cloned());
+        let exception = self
+            .engine
+            .covering_exception(&cx.exceptions, tool, p, self.now);
         DenyPath {
-            policy: p.policy.to_string(),
+            policy: p.policy_name.clone(),
             resource: p.access.as_ref().map(|a| a.resource.clone()),
             mode: p.access.as_ref().map(|a| a.mode),
             governed_by: p.binding.clone(),
