@@ -16,7 +16,7 @@ est, runs, TG, MG = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 meta = json.load(open(f"{est}/meta.json"))
 NS = meta["namespace"]
 TGDIR = f"{est}/toolgraph"
-MGDIR = f"{est}/mcpgov-by-kind"
+MGDIR = f"{est}/mcpgov"
 AGENTS = meta["agents"]
 QA, QP, QR = meta["query_agent"], meta["query_pair"], meta["query_resource"]
 # Bundles for every agent, one process per agent. Toolgraph pays seconds per agent
@@ -35,29 +35,6 @@ else:
 bundle_mode = {"tg": set(), "mg": set()}  # per run: "all" or "sampled"
 
 
-def split_by_kind(src, dst):
-    """mcpgov's manifests, one file per kind, beside the catalog.
-
-    gen_estate.py writes every object into one multi-document governance.yaml; at
-    large that is 1,150 documents, and mcpgov's YAML reader refuses a stream of more
-    than 1,024 (serde-saphyr's default budget). A directory of one file per kind is
-    the usual GitOps layout anyway, and loads the same objects.
-    """
-    shutil.rmtree(dst, ignore_errors=True)
-    os.makedirs(dst)
-    shutil.copy(f"{src}/catalog.yaml", f"{dst}/catalog.yaml")
-    by_kind = {}
-    with open(f"{src}/governance.yaml") as f:
-        for doc in f.read().split("\n---\n"):
-            if doc.strip():
-                d = json.loads(doc)
-                by_kind.setdefault(d["kind"], []).append(doc.strip())
-    for kind, docs in by_kind.items():
-        with open(f"{dst}/{kind.lower()}.yaml", "w") as f:
-            f.write("\n---\n".join(docs) + "\n")
-
-
-split_by_kind(f"{est}/mcpgov", MGDIR)
 
 # Toolgraph refuses a YAML file over 5,000,000 bytes; gen_estate.py writes its
 # governance indented (6.3 MB at large). The same document without whitespace (JSON is

@@ -278,6 +278,11 @@ pub struct Engine {
     pub(crate) resolved: HashMap<ObjKey, GrantResolution>,
     /// The reverse: tool -> the Grants that grant it.
     pub(crate) grants_by_tool: HashMap<crate::key::ToolId, BTreeSet<ObjKey>>,
+    /// Policies by the literal URIs they govern, and those that can match otherwise
+    /// (a URI glob or a tool selector): a tool's reach looks only at the Policies its
+    /// resources can meet instead of comparing with every binding of every Policy.
+    pub(crate) policies_by_uri: HashMap<String, BTreeSet<ObjKey>>,
+    pub(crate) broad_policies: BTreeSet<ObjKey>,
     generation: u64,
 }
 
@@ -292,6 +297,8 @@ impl Engine {
             grants_by_agent: BTreeMap::new(),
             resolved: HashMap::new(),
             grants_by_tool: HashMap::new(),
+            policies_by_uri: HashMap::new(),
+            broad_policies: BTreeSet::new(),
             generation: 0,
         }
     }
@@ -417,7 +424,19 @@ impl Engine {
                 self.servers.insert(key.clone(), compile_server(s));
             }
             Object::Policy(p) => {
-                self.policies.insert(key.clone(), compile_policy(p));
+                let compiled = compile_policy(p);
+                for (pattern, _) in compiled.resources.iter().filter(|(p, _)| p.is_literal()) {
+                    self.policies_by_uri
+                        .entry(pattern.as_str().to_string())
+                        .or_default()
+                        .insert(key.clone());
+                }
+                if !compiled.tools.is_empty()
+                    || compiled.resources.iter().any(|(p, _)| !p.is_literal())
+                {
+                    self.broad_policies.insert(key.clone());
+                }
+                self.policies.insert(key.clone(), compiled);
             }
             Object::Agent(a) => {
                 self.agents.insert(key.clone(), a);
@@ -511,7 +530,21 @@ impl Engine {
     fn remove(&mut self, kind: Kind, key: &ObjKey) -> bool {
         match kind {
             Kind::MCPServer => self.servers.remove(key).is_some(),
-            Kind::Policy => self.policies.remove(key).is_some(),
+            Kind::Policy => {
+                let Some(p) = self.policies.remove(key) else {
+                    return false;
+                };
+                for (pattern, _) in &p.resources {
+                    if let Some(set) = self.policies_by_uri.get_mut(pattern.as_str()) {
+                        set.remove(key);
+                        if set.is_empty() {
+                            self.policies_by_uri.remove(pattern.as_str());
+                        }
+                    }
+                }
+                self.broad_policies.remove(key);
+                true
+            }
             Kind::Agent => self.agents.remove(key).is_some(),
             Kind::Grant => {
                 let Some(g) = self.grants.remove(key) else {

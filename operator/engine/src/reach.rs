@@ -8,6 +8,7 @@ use crate::key::ToolId;
 use crate::model::*;
 use crate::verdict::node;
 use serde::Serialize;
+use std::collections::BTreeSet;
 
 /// One authored READS/WRITES edge of a tool.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -84,7 +85,7 @@ impl Engine {
             .cloned();
         let access = self.access_of(server, id);
         let mut paths = Vec::new();
-        for p in self.policies_governing(&id.namespace) {
+        for p in self.candidate_policies(id, &access) {
             self.policy_paths(p, id, &access, &mut paths);
         }
         ToolReach {
@@ -101,6 +102,28 @@ impl Engine {
                 .collect(),
             paths,
         }
+    }
+
+    /// The Policies that can reach a tool with these dataAccess entries, in key order:
+    /// those governing one of its literal URIs, and those with a glob or a tool
+    /// selector (all of them in scope when the tool's own access is a glob).
+    fn candidate_policies<'a>(&'a self, id: &'a ToolId, access: &[&CAccess]) -> Vec<&'a CPolicy> {
+        if access.iter().any(|a| !a.pattern.is_literal()) {
+            return self.policies_governing(&id.namespace).collect();
+        }
+        let mut keys: BTreeSet<&ObjKey> = self.broad_policies.iter().collect();
+        for a in access {
+            keys.extend(
+                self.policies_by_uri
+                    .get(a.pattern.as_str())
+                    .into_iter()
+                    .flatten(),
+            );
+        }
+        keys.into_iter()
+            .filter(|k| self.policy_scope_covers(&k.namespace, &id.namespace))
+            .filter_map(|k| self.policies.get(k))
+            .collect()
     }
 
     /// Policies that can govern a tool of namespace `ns` (its own and the governance

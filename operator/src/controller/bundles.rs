@@ -30,9 +30,23 @@ pub fn enabled(agent: &Agent) -> bool {
     agent.spec.bundle.as_ref().is_none_or(|b| b.enabled)
 }
 
-/// The bytes a ConfigMap currently holds, if it is ours.
-pub fn current_bytes(cm: &ConfigMap) -> Option<&str> {
-    cm.data.as_ref()?.get(DATA_KEY).map(String::as_str)
+/// Key of the bundle's sha256 in a ConfigMap as the index holds it (never written).
+const HELD_DIGEST: &str = "mcpgov.io/held-sha256";
+
+/// What the index keeps of a bundle ConfigMap: its metadata and, in place of the
+/// bundle bytes, their sha256 — otherwise every agent's bundle would sit in memory
+/// for as long as the operator runs (39 MB on the 500-agent estate).
+pub fn held(mut cm: ConfigMap) -> ConfigMap {
+    let bytes = cm.data.as_ref().and_then(|d| d.get(DATA_KEY));
+    let digest = bytes.map(|b| mcpgov_engine::canonical::sha256_hex(b.as_bytes()));
+    cm.data = digest.map(|d| BTreeMap::from([(HELD_DIGEST.to_string(), d)]));
+    cm.binary_data = None;
+    cm
+}
+
+/// The sha256 of the bundle a held ConfigMap carries.
+pub fn held_digest(cm: &ConfigMap) -> Option<&str> {
+    cm.data.as_ref()?.get(HELD_DIGEST).map(String::as_str)
 }
 
 pub fn revision(cm: &ConfigMap) -> i64 {

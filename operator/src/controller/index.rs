@@ -325,7 +325,7 @@ impl Index {
             }),
             Watched::ConfigMap => {
                 if let Some(cm) = watch::decode::<ConfigMap>(obj, kind, &self.metrics) {
-                    self.configmaps.insert(key, cm);
+                    self.configmaps.insert(key, super::bundles::held(cm));
                 }
             }
         }

@@ -312,7 +312,6 @@ impl Index {
         let cm_key = ObjKey::new(&key.namespace, &name);
         self.remove_bundles(&key, Some(&name)).await;
         let existing = self.configmaps.get(&cm_key);
-        let bytes = std::str::from_utf8(&bundle.bytes).unwrap_or_default();
         let ours =
             existing.is_none_or(|cm| cm.labels().get(bundles::AGENT_LABEL) == Some(&key.name));
         if !ours {
@@ -328,7 +327,7 @@ impl Index {
                 revision: Some(revision),
             })
         };
-        if existing.and_then(bundles::current_bytes) == Some(bytes) {
+        if existing.and_then(bundles::held_digest) == Some(bundle.sha256.as_str()) {
             self.writer.skipped_configmap();
             return published(revision);
         }
@@ -344,7 +343,7 @@ impl Index {
                     .bundle_last_publish
                     .with_label_values(&labels)
                     .set(jiff::Timestamp::now().as_second());
-                self.configmaps.insert(cm_key, cm);
+                self.configmaps.insert(cm_key, bundles::held(cm));
                 self.writer
                     .event(
                         agent,
