@@ -69,7 +69,7 @@ ORDER = ["build", "evaluate_all", "grant_change", "policy_change",
          "policy_change_platform", "server_recrawl", "glob_overlap", "bundle_json"]
 WHAT = {
     "build": "Engine::from_snapshot of every object",
-    "evaluate_all": "every agent: evaluate_agent + bundle_of, fresh evaluator",
+    "evaluate_all": "every agent: evaluate_agent + bundle_of, fresh evaluator (the engine keeps per-tool reach, so this is a resync; the first pass after a build is in the measure example)",
     "grant_change": "apply one changed Grant + evaluate/bundle the impacted agents",
     "policy_change": "apply one changed team Policy + evaluate/bundle the impacted agents",
     "policy_change_platform": "the same for a governance-namespace Policy",

@@ -2,6 +2,7 @@
 """Deterministic synthetic MCP tool estate, written for both mcpgov and Toolgraph.
 
 Usage: gen_estate.py OUT_DIR [small|medium|large] [--seed N] [--python PY] [--server-script PATH]
+                    [--endpoint-base URL]
 
 Writes
   OUT/mcpgov/governance.yaml   MCPServers (spec + dataAccess), Deny Policies, Agents, Grants
@@ -12,6 +13,10 @@ Writes
   OUT/toolgraph/servers-prev.yaml, estate-prev.json  an earlier crawl that still had the
                                drifted tools (Toolgraph needs it to see drift, not a typo)
   OUT/meta.json                the agents, pairs and resources the benchmark asks about
+
+--endpoint-base http://127.0.0.1:PORT points every MCPServer at URL/SERVER/mcp, where
+`bench_server.py --http PORT OUT/toolgraph/estate.json` serves them all (the operator
+bench); without it the URLs are in-cluster placeholders.
 
 Only what both tools express is generated: concrete URIs, concrete `server::tool`
 keys, Deny policies over resources, expected exceptions (one namespace), and a little
@@ -46,6 +51,8 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--python", default="python3", help="interpreter Toolgraph starts the server with")
     ap.add_argument("--server-script", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_server.py"))
+    ap.add_argument("--endpoint-base", metavar="URL",
+                    help="MCPServer endpoints at URL/SERVER/mcp (bench_server.py --http) instead of placeholders")
     a = ap.parse_args()
     p = SIZES[a.size]
     rng = random.Random(f"{a.seed}:{a.size}")
@@ -96,6 +103,11 @@ def main():
                     {"tool": key, "policy": pol, "resource": u if n == 0 else None,
                      "reason": f"by design: {ag} needs {key} (ticket BENCH-{i}-{n})"})
 
+    def endpoint(s):
+        if a.endpoint_base:
+            return f"{a.endpoint_base.rstrip('/')}/{s}/mcp"
+        return f"http://{s}.{NS}.svc:8080/mcp"
+
     # ---- mcpgov ----
     os.makedirs(f"{a.out}/mcpgov", exist_ok=True)
     docs = []
@@ -107,7 +119,7 @@ def main():
                            "provenance": prov(f"bench/{s}.py::{t}")})
         docs.append({"apiVersion": "mcpgov.io/v1alpha1", "kind": "MCPServer",
                      "metadata": {"name": s, "namespace": NS},
-                     "spec": {"endpoint": {"url": f"http://{s}.{NS}.svc:8080/mcp"}, "dataAccess": da}})
+                     "spec": {"endpoint": {"url": endpoint(s)}, "dataAccess": da}})
     for pol in policies:
         docs.append({"apiVersion": "mcpgov.io/v1alpha1", "kind": "Policy",
                      "metadata": {"name": pol, "namespace": NS},
@@ -129,7 +141,7 @@ def main():
     catalog = {"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "mcpgov.io/v1alpha1", "kind": "MCPServer",
          "metadata": {"name": s, "namespace": NS},
-         "spec": {"endpoint": {"url": f"http://{s}.{NS}.svc:8080/mcp"}},
+         "spec": {"endpoint": {"url": endpoint(s)}},
          "status": {"protocolVersion": "2025-11-25", "serverInfo": {"name": s, "version": "1.0.0"},
                     "lastSuccessfulCrawlTime": "2026-11-01T00:00:00Z", "toolCount": len(tools[s]),
                     "tools": [{"name": t, "description": f"Synthetic tool {t} of {s}."} for t in tools[s]]}}

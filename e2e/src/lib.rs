@@ -88,6 +88,15 @@ impl Operator {
     }
 
     async fn start_with(namespace: &str, resync_seconds: u64, extra: &[&str]) -> Operator {
+        let op = Self::spawn(namespace, resync_seconds, extra, "info,mcpgov=debug");
+        op.wait_ready().await;
+        op
+    }
+
+    /// Spawn the process and return at once, without waiting for `/readyz` (benchmarks
+    /// time the start themselves). `rust_log` is its `RUST_LOG`; logs go to
+    /// `$MCPGOV_E2E_LOGS/operator-<namespace>.log`.
+    pub fn spawn(namespace: &str, resync_seconds: u64, extra: &[&str], rust_log: &str) -> Operator {
         let port = free_port();
         let child = Command::new(mcpgov_bin())
             .args(["operator", "--namespace", namespace])
@@ -95,22 +104,37 @@ impl Operator {
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--resync-seconds", &resync_seconds.to_string()])
             .args(extra)
-            .env("RUST_LOG", "info,mcpgov=debug")
+            .env("RUST_LOG", rust_log)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(namespace))
             .spawn()
             .expect("spawn mcpgov operator");
-        let op = Operator {
+        Operator {
             child,
             port,
             namespace: namespace.to_string(),
-        };
-        op.wait_ready().await;
-        op
+        }
     }
 
-    async fn wait_ready(&self) {
+    /// The process id (for `/proc/PID/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether `/readyz` answers 200 now.
+    pub async fn is_ready(&self) -> bool {
+        self.get("/readyz")
+            .await
+            .is_some_and(|(code, _)| code == 200)
+    }
+
+    /// The whole `/metrics` page.
+    pub async fn metrics_text(&self) -> String {
+        self.get("/metrics").await.expect("metrics answer").1
+    }
+
+    pub async fn wait_ready(&self) {
         let start = Instant::now();
         loop {
             if self

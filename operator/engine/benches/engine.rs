@@ -145,7 +145,7 @@ fn bench_evaluate_all(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(15));
     g.bench_function(e.name.as_str(), |b| {
         b.iter(|| {
-            // A full resync: a fresh evaluator (empty reach cache), every agent.
+            // A full resync: a fresh evaluator (the engine keeps per-tool reach), every agent.
             let ev = engine.evaluator(now());
             for a in &agents {
                 reconcile_agent(&ev, a);

@@ -232,7 +232,9 @@ impl Evaluator<'_> {
                 })
                 .collect(),
         };
-        let bytes = serde_json::to_vec(&doc).expect("bundles always serialise");
+        // Sized from the tool count (about 500 bytes a tool) to skip the regrowth.
+        let mut bytes = Vec::with_capacity(1024 + doc.tools.len() * 512);
+        serde_json::to_writer(&mut bytes, &doc).expect("bundles always serialise");
         if bytes.len() > MAX_BUNDLE_BYTES {
             return Err(BundleError::TooLarge {
                 agent: eval.agent.clone(),

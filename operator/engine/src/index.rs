@@ -10,6 +10,7 @@ use crate::model::*;
 use crate::resolve::Resolution;
 use crate::uri::canonicalize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 /// Settings that change answers (not tuning knobs).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -283,6 +284,10 @@ pub struct Engine {
     /// resources can meet instead of comparing with every binding of every Policy.
     pub(crate) policies_by_uri: HashMap<String, BTreeSet<ObjKey>>,
     pub(crate) broad_policies: BTreeSet<ObjKey>,
+    /// Each tool's reach, computed on first use and kept across evaluators: it depends
+    /// only on the tool's server and the Policies, so a change drops just the entries
+    /// it can move (a server's tools; the tools a Policy reaches before or after).
+    pub(crate) reach_cache: Mutex<HashMap<crate::key::ToolId, Arc<crate::reach::ToolReach>>>,
     generation: u64,
 }
 
@@ -299,6 +304,7 @@ impl Engine {
             grants_by_tool: HashMap::new(),
             policies_by_uri: HashMap::new(),
             broad_policies: BTreeSet::new(),
+            reach_cache: Mutex::new(HashMap::new()),
             generation: 0,
         }
     }
@@ -418,6 +424,7 @@ impl Engine {
             Kind::Grant => BTreeSet::from([key.clone()]),
             _ => BTreeSet::new(),
         };
+        let mut stale_reach = self.stale_reach(kind, &key);
         self.remove(kind, &key);
         match object {
             Object::Server(s) => {
@@ -454,6 +461,8 @@ impl Engine {
             stale_grants.extend(self.grants_matching_server(&key));
         }
         self.refresh_granted(stale_grants);
+        stale_reach.extend(self.stale_reach(kind, &key));
+        self.forget_reach(stale_reach);
         let after = self.impact_of(kind, &key);
         impact.agents.extend(after.agents);
         impact.policies |= after.policies;
@@ -468,8 +477,10 @@ impl Engine {
             Kind::MCPServer => self.grants_matching_server(key),
             _ => BTreeSet::new(),
         };
+        let stale_reach = self.stale_reach(kind, key);
         if self.remove(kind, key) {
             self.refresh_granted(stale_grants);
+            self.forget_reach(stale_reach);
             self.generation += 1;
             impact
         } else {
@@ -500,6 +511,37 @@ impl Engine {
             }
             self.resolved
                 .insert(key, GrantResolution { selectors, tools });
+        }
+    }
+
+    /// Cached reaches a change to this object (in its current form) can move.
+    fn stale_reach(&self, kind: Kind, key: &ObjKey) -> Vec<crate::key::ToolId> {
+        let cache = self.reach_cache.lock().unwrap_or_else(|e| e.into_inner());
+        match kind {
+            Kind::MCPServer => cache
+                .keys()
+                .filter(|t| t.namespace == key.namespace && t.server == key.name)
+                .cloned()
+                .collect(),
+            Kind::Policy => match self.policies.get(key) {
+                Some(p) => cache
+                    .keys()
+                    .filter(|t| self.policy_reaches(p, t))
+                    .cloned()
+                    .collect(),
+                None => Vec::new(),
+            },
+            Kind::Agent | Kind::Grant => Vec::new(),
+        }
+    }
+
+    fn forget_reach(&mut self, tools: Vec<crate::key::ToolId>) {
+        let cache = self
+            .reach_cache
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner());
+        for t in tools {
+            cache.remove(&t);
         }
     }
 

@@ -76,6 +76,15 @@ impl ToolReach {
 }
 
 impl Engine {
+    /// The reach of one tool, from the engine's cache (computed on a miss).
+    pub(crate) fn cached_reach(&self, id: &ToolId) -> std::sync::Arc<ToolReach> {
+        let mut cache = self.reach_cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry(id.clone())
+            .or_insert_with(|| std::sync::Arc::new(self.reach(id)))
+            .clone()
+    }
+
     /// Compute the reach of one tool (live or drifted).
     pub fn reach(&self, id: &ToolId) -> ToolReach {
         let server = self.servers.get(&ObjKey::new(&id.namespace, &id.server));

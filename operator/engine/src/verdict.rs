@@ -10,7 +10,7 @@ use crate::resolve::Resolution;
 use serde::Serialize;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
-use std::rc::Rc;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -96,7 +96,7 @@ pub(crate) struct AgentContext<'e> {
 pub struct Evaluator<'e> {
     pub(crate) engine: &'e Engine,
     pub(crate) now: jiff::Timestamp,
-    reach: RefCell<HashMap<ToolId, Rc<ToolReach>>>,
+    reach: RefCell<HashMap<ToolId, Arc<ToolReach>>>,
 }
 
 impl Engine {
@@ -119,11 +119,11 @@ impl<'e> Evaluator<'e> {
         self.engine
     }
 
-    pub fn reach(&self, id: &ToolId) -> Rc<ToolReach> {
+    pub fn reach(&self, id: &ToolId) -> Arc<ToolReach> {
         if let Some(r) = self.reach.borrow().get(id) {
             return r.clone();
         }
-        let r = Rc::new(self.engine.reach(id));
+        let r = self.engine.cached_reach(id);
         self.reach.borrow_mut().insert(id.clone(), r.clone());
         r
     }

@@ -83,7 +83,9 @@ impl Index {
             self.reconcile_server(&ev, s).await;
         }
         // Agent summaries that moved above make every Policy's counts stale.
-        if all || policies || std::mem::take(&mut self.dirty.policies) {
+        // Taken first: a short-circuit would leave the flag set for a second pass.
+        let dirty_policies = std::mem::take(&mut self.dirty.policies);
+        if all || policies || dirty_policies {
             let keys: Vec<ObjKey> = self.policies.keys().cloned().collect();
             for p in &keys {
                 self.reconcile_policy(&ev, p).await;
