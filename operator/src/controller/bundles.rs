@@ -37,11 +37,35 @@ const HELD_DIGEST: &str = "mcpgov.io/held-sha256";
 /// bundle bytes, their sha256 — otherwise every agent's bundle would sit in memory
 /// for as long as the operator runs (39 MB on the 500-agent estate).
 pub fn held(mut cm: ConfigMap) -> ConfigMap {
-    let bytes = cm.data.as_ref().and_then(|d| d.get(DATA_KEY));
-    let digest = bytes.map(|b| mcpgov_engine::canonical::sha256_hex(b.as_bytes()));
+    let data = cm.data.take().unwrap_or_default();
+    // Already held when the watch task stripped it (`hold_untyped`).
+    let digest = match data.get(DATA_KEY) {
+        Some(bytes) => Some(mcpgov_engine::canonical::sha256_hex(bytes.as_bytes())),
+        None => data.get(HELD_DIGEST).cloned(),
+    };
     cm.data = digest.map(|d| BTreeMap::from([(HELD_DIGEST.to_string(), d)]));
     cm.binary_data = None;
     cm
+}
+
+/// `held` on the watch's untyped object, before it is queued for the index: the
+/// bytes of our own just-written bundles then never wait in the channel.
+pub fn hold_untyped(object: &mut serde_json::Value) {
+    let Some(map) = object.as_object_mut() else {
+        return;
+    };
+    map.remove("binaryData");
+    let Some(data) = map.get_mut("data").and_then(|d| d.as_object_mut()) else {
+        return;
+    };
+    let digest = data
+        .get(DATA_KEY)
+        .and_then(|b| b.as_str())
+        .map(|b| mcpgov_engine::canonical::sha256_hex(b.as_bytes()));
+    if let Some(digest) = digest {
+        data.clear();
+        data.insert(HELD_DIGEST.to_string(), digest.into());
+    }
 }
 
 /// The sha256 of the bundle a held ConfigMap carries.
@@ -87,5 +111,34 @@ pub fn desired(
             String::from_utf8(bundle.bytes.clone()).expect("bundles are UTF-8 JSON"),
         )])),
         ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_keeps_the_digest_of_the_bundle_however_it_arrives() {
+        let bytes = r#"{"kind":"MCPGovBundle"}"#;
+        let want = mcpgov_engine::canonical::sha256_hex(bytes.as_bytes());
+        let cm = ConfigMap {
+            data: Some(BTreeMap::from([(DATA_KEY.to_string(), bytes.to_string())])),
+            ..Default::default()
+        };
+        // Straight from our own write.
+        assert_eq!(held_digest(&held(cm.clone())), Some(want.as_str()));
+        // Through the watch task's untyped strip, then decoded and held again.
+        let mut untyped = serde_json::to_value(&cm).unwrap();
+        hold_untyped(&mut untyped);
+        assert!(!untyped.to_string().contains("MCPGovBundle"));
+        let decoded: ConfigMap = serde_json::from_value(untyped).unwrap();
+        assert_eq!(held_digest(&held(decoded)), Some(want.as_str()));
+        // Someone else's data under our label holds no digest: it gets rewritten.
+        let foreign = ConfigMap {
+            data: Some(BTreeMap::from([("other".to_string(), "x".to_string())])),
+            ..Default::default()
+        };
+        assert_eq!(held_digest(&held(foreign)), None);
     }
 }

@@ -88,7 +88,10 @@ pub fn spawn_all(client: &Client, namespace: Option<&str>, tx: mpsc::Sender<Msg>
                 let mut stream = watcher(api, config).default_backoff().boxed();
                 while let Some(ev) = stream.next().await {
                     let msg = match ev {
-                        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                        Ok(watcher::Event::Apply(mut o) | watcher::Event::InitApply(mut o)) => {
+                            if kind == Watched::ConfigMap {
+                                super::bundles::hold_untyped(&mut o.data);
+                            }
                             Msg::Apply(kind, o)
                         }
                         Ok(watcher::Event::Delete(o)) => Msg::Delete(kind, o),
