@@ -68,7 +68,16 @@ pub(super) struct Index {
     pub pending_crawls: Vec<super::crawl::Outcome>,
     specs: tokio::sync::watch::Sender<super::crawl::Specs>,
     leadership: super::leader::Leadership,
+    /// Until then (set when the watches first list), the first full pass waits for
+    /// servers that never crawled to get their first crawl: published before it,
+    /// every tool they expose is drifted, and rewritten a few seconds later.
+    first_crawl_grace: Option<Instant>,
+    /// Servers with a crawl outcome (success or failure) in this process.
+    crawled: BTreeSet<ObjKey>,
 }
+
+/// The longest the first full pass waits for first crawls.
+const FIRST_CRAWL_GRACE: Duration = Duration::from_secs(15);
 
 fn key_of(obj: &DynamicObject) -> ObjKey {
     ObjKey::new(
@@ -110,7 +119,28 @@ impl Index {
             pending_crawls: Vec::new(),
             specs,
             leadership,
+            first_crawl_grace: None,
+            crawled: BTreeSet::new(),
         }
+    }
+
+    /// Whether the first full pass is still waiting for first crawls (see
+    /// `first_crawl_grace`); once it is not, it never waits again.
+    fn awaiting_first_crawls(&mut self) -> bool {
+        let Some(until) = self.first_crawl_grace else {
+            return false;
+        };
+        let waiting = Instant::now() < until
+            && self.servers.iter().any(|(k, s)| {
+                !self.crawled.contains(k)
+                    && s.status
+                        .as_ref()
+                        .is_none_or(|st| st.last_successful_crawl_time.is_none())
+            });
+        if !waiting {
+            self.first_crawl_grace = None;
+        }
+        waiting
     }
 
     pub fn is_ready(&self) -> bool {
@@ -128,6 +158,13 @@ impl Index {
                     None => std::future::pending().await,
                 }
             };
+            let grace = self.first_crawl_grace;
+            let grace_ends = async {
+                match grace {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 msg = rx.recv() => {
                     let Some(msg) = msg else { return Err("all watches stopped".into()) };
@@ -141,6 +178,7 @@ impl Index {
                     self.metrics.evaluations.with_label_values(&["resync"]).inc();
                 }
                 _ = retry_sleep => self.due_retries(),
+                _ = grace_ends => {}
                 changed = self.leadership.changes.changed() => {
                     if changed.is_err() {
                         return Err("leadership channel closed".into());
@@ -159,8 +197,11 @@ impl Index {
                 tracing::info!(instance = %self.instance, "every watch has listed; publishing");
                 self.metrics.ready.set(1);
                 self.dirty.all = true;
+                if self.config.crawl_concurrency > 0 {
+                    self.first_crawl_grace = Some(Instant::now() + FIRST_CRAWL_GRACE);
+                }
             }
-            if ready && self.leadership.is_leader() {
+            if ready && self.leadership.is_leader() && !self.awaiting_first_crawls() {
                 self.reconcile().await;
             }
         }
@@ -257,6 +298,7 @@ impl Index {
                 self.listed.insert(kind);
             }
             Msg::Crawled(outcome) => {
+                self.crawled.insert(outcome.key.clone());
                 if let Ok(cat) = &outcome.result {
                     let key = outcome.key.clone();
                     self.catalogs
