@@ -51,6 +51,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--repeat-cursor", action="store_true",
                    help="tools/list always returns the same nextCursor (a pagination loop)")
     p.add_argument("--hang-list", action="store_true", help="tools/list never answers")
+    p.add_argument("--slow-list", type=float, default=0, metavar="SECONDS",
+                   help="tools/list answers after SECONDS (a slow first crawl)")
     p.add_argument("--auth-token", metavar="T",
                    help="require `Authorization: Bearer T` on every HTTP request (401 otherwise)")
     p.add_argument("--big-descriptions", type=int, default=0, metavar="BYTES",
@@ -229,6 +231,8 @@ def build_server(args: argparse.Namespace, notifier: ChangeNotifier | None = Non
             notifier.track(ctx)
         if args.hang_list:
             await anyio.sleep_forever()
+        if args.slow_list:
+            await anyio.sleep(args.slow_list)
         tools = current_tools()
         cursor = params.cursor if params else None
         if args.repeat_cursor:

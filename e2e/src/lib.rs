@@ -27,7 +27,7 @@ pub fn mcpgov_bin() -> PathBuf {
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        .unwrap_or_else(|| crate_dir().join("../target"));
     target.join("debug/mcpgov")
 }
 
@@ -295,7 +295,15 @@ pub struct McpServer {
 }
 
 fn mcp_scripts() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("mcp-servers")
+    crate_dir().join("mcp-servers")
+}
+
+/// This crate's directory: cargo's runtime variable first, since a build shared by
+/// several checkouts (one target dir) can carry another checkout's compile-time path.
+fn crate_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
 fn mcp_state() -> PathBuf {

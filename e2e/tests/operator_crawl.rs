@@ -2,6 +2,7 @@
 //! graph, a dead server keeps its last good catalog marked stale and recovers, and a
 //! changed tool list shows up as drift and a new contract digest.
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use mcpgov::crd::{Agent, Grant, MCPServer};
 use mcpgov_e2e::*;
@@ -316,4 +317,56 @@ spec:
     }
     op.stop();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Started on servers that never crawled, the operator publishes an agent's first bundle
+/// after the first crawl — not a bundle with every tool drifted, rewritten seconds later.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_first_bundle_waits_for_the_first_crawl() {
+    let client = client().await;
+    let ns = namespace(&client, "first-crawl").await;
+    // tools/list answers after 3 s: well after the watches list (~0.5 s).
+    let srv = McpServer::start("testserver", &["--slow-list", "3"]);
+    apply(
+        &client,
+        &ns,
+        &format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: slow}}
+spec:
+  endpoint: {{url: "{}", timeoutSeconds: 10}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {{name: helper}}
+spec: {{profile: Explore}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {{name: helper}}
+spec: {{agent: helper, tools: ["slow::tool_000"]}}
+"#,
+            srv.url
+        ),
+    )
+    .await
+    .unwrap();
+    let op = Operator::start_crawling(&ns, 300).await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    wait_for(&agents, "helper", "tool_000 is eligible", |a| {
+        a.status.as_ref().and_then(|s| s.eligible) == Some(1)
+    })
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let cm = cms.get("helper-mcpgov-bundle").await.unwrap();
+    let annotations = cm.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        annotations.get("mcpgov.io/revision").map(String::as_str),
+        Some("1"),
+        "one publish, after the crawl (a drifted bundle first would make this 2)"
+    );
+    assert!(cm.data.unwrap()["bundle.json"].contains(r#""decision":"eligible""#));
+    drop(op);
 }
