@@ -59,7 +59,9 @@ pub fn validate(kind: &str, doc: &Value) -> Option<Vec<String>> {
     let schema = s.by_kind.get(kind)?;
     let mut problems = Vec::new();
     let name = doc.pointer("/metadata/name").and_then(Value::as_str);
-    let dns = Regex::new(crate::crd::common::NAME_PATTERN).expect("valid");
+    // Compiled once: per object it was a tenth of `mcpgov check` on a large estate.
+    static DNS: OnceLock<Regex> = OnceLock::new();
+    let dns = DNS.get_or_init(|| Regex::new(crate::crd::common::NAME_PATTERN).expect("valid"));
     match name {
         None => problems.push("metadata.name is required".to_string()),
         Some(n) if n.len() > 253 || !dns.is_match(n) => problems.push(format!(
