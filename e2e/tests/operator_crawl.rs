@@ -14,6 +14,23 @@ fn crawled(s: &MCPServer) -> Option<(String, String)> {
     )
 }
 
+/// An Explore agent `helper` and a Grant of one tool, as YAML documents to append.
+fn helper_granted(tool: &str) -> String {
+    format!(
+        r#"---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {{name: helper}}
+spec: {{profile: Explore}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {{name: helper}}
+spec: {{agent: helper, tools: ["{tool}"]}}
+"#
+    )
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn server_everything_is_crawled_goes_stale_and_recovers() {
     let client = client().await;
@@ -31,18 +48,9 @@ metadata: {{name: everything}}
 spec:
   endpoint: {{url: "{}", timeoutSeconds: 5}}
   crawl: {{intervalSeconds: 10}}
----
-apiVersion: mcpgov.io/v1alpha1
-kind: Agent
-metadata: {{name: helper}}
-spec: {{profile: Explore}}
----
-apiVersion: mcpgov.io/v1alpha1
-kind: Grant
-metadata: {{name: helper}}
-spec: {{agent: helper, tools: ["everything::echo"]}}
-"#,
-            srv.url
+{}"#,
+            srv.url,
+            helper_granted("everything::echo")
         ),
     )
     .await
@@ -337,18 +345,9 @@ kind: MCPServer
 metadata: {{name: slow}}
 spec:
   endpoint: {{url: "{}", timeoutSeconds: 10}}
----
-apiVersion: mcpgov.io/v1alpha1
-kind: Agent
-metadata: {{name: helper}}
-spec: {{profile: Explore}}
----
-apiVersion: mcpgov.io/v1alpha1
-kind: Grant
-metadata: {{name: helper}}
-spec: {{agent: helper, tools: ["slow::tool_000"]}}
-"#,
-            srv.url
+{}"#,
+            srv.url,
+            helper_granted("slow::tool_000")
         ),
     )
     .await

@@ -132,7 +132,6 @@ fn bench_evaluate_all(c: &mut Criterion) {
         decisions += eval.tools.len();
         bytes += ev.bundle_of(&eval).expect("bundle compiles").bytes.len();
     }
-    drop(ev);
     eprintln!(
         "setup evaluate_all/{}: {} agents, {decisions} tool decisions, {bytes} bundle bytes",
         e.name,

@@ -2,7 +2,8 @@
 //! `cargo run --release -p mcpgov-engine --example measure -- large [runs]`.
 //! Each step runs `runs` times (default 5) and the fastest is printed, wall and
 //! on-CPU, so that a busy shared machine shows up as wall > cpu instead of skewing
-//! the figure. The criterion benches (`benches/engine.rs`) are the reference.
+//! the figure. The criterion benches (`benches/engine.rs`) are the reference, and
+//! `examples/peak_memory.rs` measures memory.
 
 use mcpgov_engine::estate::{Size, generate};
 use mcpgov_engine::{Engine, EngineConfig, Object};
@@ -30,15 +31,6 @@ fn time<T>(label: &str, runs: usize, mut f: impl FnMut() -> T) -> T {
     let (wall, cpu, out) = best.expect("runs > 0");
     println!("{label}: {wall:.1?} (cpu {cpu:.1?}, best of {runs})");
     out
-}
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 fn main() {
@@ -116,5 +108,4 @@ fn main() {
         });
         println!("  ({agents} agent(s) re-evaluated)");
     }
-    println!("peak RSS: {:.0} MiB", peak_rss_mib());
 }

@@ -102,8 +102,6 @@ fn main() {
         kept.len(),
         bundle_bytes as f64 / 1e6
     ));
-    drop(ev);
-    report("evaluator dropped");
     std::hint::black_box((&objects, &engine, &kept));
     match status_kib("VmHWM") {
         Some(k) => println!("peak_memory size={name} hold_bundles={hold_bundles} vmhwm_kib={k}"),

@@ -500,7 +500,10 @@ impl Engine {
                 .iter()
                 .map(|s| self.resolve(s, &key.namespace))
                 .collect();
-            let mut tools: Vec<_> = selectors.iter().flat_map(Resolution::granted).collect();
+            let mut tools: Vec<_> = selectors
+                .iter()
+                .flat_map(|r| r.granted_ids().iter().cloned())
+                .collect();
             tools.sort();
             tools.dedup();
             for t in &tools {

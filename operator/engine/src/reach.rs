@@ -180,7 +180,9 @@ impl Engine {
         idx.into_iter().map(|i| &s.access[i]).collect()
     }
 
-    /// Whether Policy `p` reaches tool `id` at all (directly or through a resource).
+    /// Whether Policy `p` reaches tool `id` at all (directly or through a resource):
+    /// `policy_paths` without building the paths. The incremental property test holds
+    /// the two together (impact comes from this, verdicts from the paths).
     pub(crate) fn policy_reaches(&self, p: &CPolicy, id: &ToolId) -> bool {
         if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
             return false;

@@ -1,6 +1,6 @@
 //! Verdicts for (agent, tool) pairs, with every deny path as evidence, and the agent's
-//! granted-tool set. An `Evaluator` caches per-tool reach so that evaluating many agents
-//! computes each tool's reach once.
+//! granted-tool set. Per-tool reach comes from the engine, which computes it once and
+//! keeps it until a change can move it.
 
 use crate::index::{CException, Engine};
 use crate::key::ToolId;
@@ -8,8 +8,7 @@ use crate::model::*;
 use crate::reach::{PolicyPath, ToolReach};
 use crate::resolve::Resolution;
 use serde::Serialize;
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -92,21 +91,16 @@ pub(crate) struct AgentContext<'e> {
     exceptions: Vec<(&'e ObjKey, &'e CException)>,
 }
 
-/// Reads the engine at one instant, caching per-tool reach.
+/// Reads the engine at one instant.
 pub struct Evaluator<'e> {
     pub(crate) engine: &'e Engine,
     pub(crate) now: jiff::Timestamp,
-    reach: RefCell<HashMap<ToolId, Arc<ToolReach>>>,
 }
 
 impl Engine {
     /// An evaluator at `now` (expected exceptions expire against it).
     pub fn evaluator(&self, now: jiff::Timestamp) -> Evaluator<'_> {
-        Evaluator {
-            engine: self,
-            now,
-            reach: RefCell::new(HashMap::new()),
-        }
+        Evaluator { engine: self, now }
     }
 }
 
@@ -120,12 +114,7 @@ impl<'e> Evaluator<'e> {
     }
 
     pub fn reach(&self, id: &ToolId) -> Arc<ToolReach> {
-        if let Some(r) = self.reach.borrow().get(id) {
-            return r.clone();
-        }
-        let r = self.engine.cached_reach(id);
-        self.reach.borrow_mut().insert(id.clone(), r.clone());
-        r
+        self.engine.cached_reach(id)
     }
 
     /// Every selector of the agent's Grants with its resolution.

@@ -92,7 +92,6 @@ impl Index {
             }
         }
         self.observe_graph(&ev);
-        drop(ev);
         self.engine = engine;
         self.metrics
             .evaluation_duration
