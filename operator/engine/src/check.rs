@@ -26,14 +26,24 @@ impl Evaluator<'_> {
         for t in &eval.tools {
             for p in &t.deny_paths {
                 let (kind, reason) = match p.classification {
+                    // Fail closed, and say why: the gate must not pass on a guess.
+                    Classification::Violation if p.undecided.is_some() => {
+                        (FindingKind::Violation, "PatternBudgetExceeded")
+                    }
                     Classification::Violation => (FindingKind::Violation, "DenyViolation"),
                     Classification::AuthorizedButGoverned => {
                         (FindingKind::Exception, "AuthorizedButGoverned")
                     }
                 };
-                let message = match &p.exception_reason {
-                    Some(r) => format!("{} reaches {} (exception: {r})", t.id, p.policy),
-                    None => format!("{} reaches {} through {}", t.id, p.policy, p.governed_by),
+                let message = match (&p.exception_reason, &p.undecided) {
+                    (Some(r), _) => format!("{} reaches {} (exception: {r})", t.id, p.policy),
+                    (None, Some(why)) => format!(
+                        "{} is taken to reach {} through {}: {why}",
+                        t.id, p.policy, p.governed_by
+                    ),
+                    (None, None) => {
+                        format!("{} reaches {} through {}", t.id, p.policy, p.governed_by)
+                    }
                 };
                 let mut f = Finding::new(kind, reason, obj(Kind::Agent, agent), message)
                     .agent(agent)
@@ -155,12 +165,43 @@ impl Evaluator<'_> {
             // Toolgraph's invariant: an exception must classify at least one row.
             let granted =
                 granted.get_or_insert_with(|| self.granted_tools(&agent).into_keys().collect());
+            // Each path is checked against its own Policy: an exception to a Policy the
+            // agent never reaches is unused even when other Policies deny it.
+            let mut budget = crate::reach::coverage_budget();
+            let mut undecided = false;
             let covers_any = granted.iter().any(|id| {
-                self.reach(id)
-                    .deny_paths()
-                    .any(|p| exception_covers(ex, &ex.policy, id, &grant.namespace, p, self.now))
+                self.reach(id).deny_paths().any(|p| {
+                    exception_covers(
+                        ex,
+                        &p.policy,
+                        id,
+                        &grant.namespace,
+                        p,
+                        self.now,
+                        &mut budget,
+                    )
+                    .unwrap_or_else(|_| {
+                        undecided = true;
+                        false
+                    })
+                })
             });
-            if !covers_any {
+            if undecided && !covers_any {
+                out.push(
+                    Finding::new(
+                        FindingKind::Invalid,
+                        "PatternBudgetExceeded",
+                        object.clone(),
+                        format!(
+                            "whether the expected exception to {} covers a path of agent {agent} \
+                             was not decided within the work budget; the paths stay violations",
+                            ex.policy
+                        ),
+                    )
+                    .agent(&agent)
+                    .policy(&ex.policy),
+                );
+            } else if !covers_any {
                 out.push(unresolved(
                     "ExceptionUnused",
                     format!(

@@ -41,6 +41,56 @@ impl fmt::Display for GlobError {
 
 impl std::error::Error for GlobError {}
 
+/// How much search work a pattern comparison may do, in steps (one step is one
+/// node of a product or subset search: tens of nanoseconds). Comparing two URI globs
+/// is quadratic in their lengths (overlap) or exponential in the worst case
+/// (inclusion), and the patterns come from tenants: every comparison of input runs
+/// within a budget, and the caller fails closed when it runs out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    left: u64,
+}
+
+/// A comparison ran out of its [`Budget`] before it could decide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverBudget;
+
+impl fmt::Display for OverBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("pattern comparison over its work budget")
+    }
+}
+
+impl std::error::Error for OverBudget {}
+
+impl Budget {
+    pub const fn new(steps: u64) -> Self {
+        Budget { left: steps }
+    }
+
+    pub const fn unlimited() -> Self {
+        Budget { left: u64::MAX }
+    }
+
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// Takes `steps`, or fails (leaving nothing) when fewer are left.
+    pub fn spend(&mut self, steps: u64) -> Result<(), OverBudget> {
+        match self.left.checked_sub(steps) {
+            Some(rest) => {
+                self.left = rest;
+                Ok(())
+            }
+            None => {
+                self.left = 0;
+                Err(OverBudget)
+            }
+        }
+    }
+}
+
 /// Checks URI glob syntax.
 pub fn validate_glob(pattern: &str) -> Result<(), GlobError> {
     compile(pattern).map(|_| ())
@@ -420,27 +470,53 @@ impl UriPattern {
     }
 
     /// Inserts `i` and every state reachable from it by epsilon moves.
+    ///
+    /// A loop, not recursion: a pattern of thousands of `**/` segments is one long
+    /// epsilon chain, and recursing along it overflowed the stack. Epsilon moves only
+    /// go forward; where a state has two (the `**/` entry state A), the first leads to
+    /// B, which has none of its own (see `State`), so one cursor follows the chain.
     fn insert_closed(&self, set: &mut StateSet<'_>, i: usize) {
-        // Members are always inserted with their closure, so a present state
-        // needs no further work; this also bounds the recursion.
-        if set.contains(i) {
-            return;
-        }
-        set.insert(i);
-        if let Some(s) = self.states.get(i) {
-            for off in s.eps_offsets() {
-                self.insert_closed(set, i + off);
+        let mut k = i;
+        loop {
+            // Members are always inserted with their closure: nothing more to do.
+            if set.contains(k) {
+                return;
+            }
+            set.insert(k);
+            let Some(s) = self.states.get(k) else { return };
+            match (s.eps & EPS_NEXT != 0, s.eps & EPS_OVER != 0) {
+                (true, true) => {
+                    debug_assert_eq!(self.states[k + 1].eps, 0, "B has no epsilon moves");
+                    if !set.contains(k + 1) {
+                        set.insert(k + 1);
+                    }
+                    k += 2;
+                }
+                (true, false) => k += 1,
+                (false, true) => k += 2,
+                (false, false) => return,
             }
         }
     }
 
     /// Some string matched by both globs (a shortest one), or `None` if their
-    /// languages are disjoint. Exact: no false positives or negatives.
+    /// languages are disjoint. Exact: no false positives or negatives. Unbounded work:
+    /// for trusted patterns only (tests, benches); input goes through `try_overlap`.
     pub fn overlap(&self, other: &UriPattern) -> Option<String> {
+        self.try_overlap(other, &mut Budget::unlimited())
+            .expect("an unlimited budget never runs out")
+    }
+
+    /// `overlap` within `budget` (charged for the work done, whatever the answer).
+    pub fn try_overlap(
+        &self,
+        other: &UriPattern,
+        budget: &mut Budget,
+    ) -> Result<Option<String>, OverBudget> {
         match (self.is_literal(), other.is_literal()) {
-            (true, true) => return (self.src == other.src).then(|| self.src.to_string()),
-            (true, false) => return other.matches(&self.src).then(|| self.src.to_string()),
-            (false, true) => return self.matches(&other.src).then(|| other.src.to_string()),
+            (true, true) => return Ok((self.src == other.src).then(|| self.src.to_string())),
+            (true, false) => return Ok(other.matches(&self.src).then(|| self.src.to_string())),
+            (false, true) => return Ok(self.matches(&other.src).then(|| other.src.to_string())),
             (false, false) => {}
         }
         // Every match starts with the literal prefix and ends with the literal
@@ -448,19 +524,24 @@ impl UriPattern {
         let (p1, p2) = (self.prefix(), other.prefix());
         let (s1, s2) = (self.suffix(), other.suffix());
         if !(p1.starts_with(p2) || p2.starts_with(p1)) || !(s1.ends_with(s2) || s2.ends_with(s1)) {
-            return None;
+            return Ok(None);
         }
-        SCRATCH.with(|scratch| self.product_search(other, &mut scratch.borrow_mut()))
+        SCRATCH.with(|scratch| self.product_search(other, &mut scratch.borrow_mut(), budget))
     }
 
-    /// Shorthand for `self.overlap(other).is_some()`.
+    /// Shorthand for `self.overlap(other).is_some()` (unbounded, like `overlap`).
     pub fn overlaps(&self, other: &UriPattern) -> bool {
         self.overlap(other).is_some()
     }
 
     /// 0-1 BFS over pairs of states (epsilon moves cost 0, characters 1),
     /// so the witness found is a shortest common string.
-    fn product_search(&self, other: &UriPattern, sc: &mut Scratch) -> Option<String> {
+    fn product_search(
+        &self,
+        other: &UriPattern,
+        sc: &mut Scratch,
+        budget: &mut Budget,
+    ) -> Result<Option<String>, OverBudget> {
         let (n, m) = (self.states.len(), other.states.len());
         let width = m + 1;
         let nodes = (n + 1) * width;
@@ -473,6 +554,7 @@ impl UriPattern {
         sc.queue.push_back(0);
         let mut found = false;
         while let Some(cur) = sc.queue.pop_front() {
+            budget.spend(1)?;
             if cur == accept {
                 found = true;
                 break;
@@ -509,7 +591,7 @@ impl UriPattern {
             }
         }
         if !found {
-            return None;
+            return Ok(None);
         }
         sc.witness.clear();
         let mut at = accept;
@@ -519,7 +601,7 @@ impl UriPattern {
             }
             at = sc.parent[at as usize];
         }
-        Some(sc.witness.iter().rev().collect())
+        Ok(Some(sc.witness.iter().rev().collect()))
     }
 }
 
@@ -666,43 +748,63 @@ fn representatives(patterns: &[&UriPattern]) -> Vec<char> {
 impl UriPattern {
     /// True iff every string matching both `a` and `b` also matches `self`
     /// (L(a) ∩ L(b) ⊆ L(self)). Exact. Vacuously true when `a` and `b` do
-    /// not overlap.
+    /// not overlap. Unbounded work: for trusted patterns (tests, benches).
     pub fn includes_intersection(&self, a: &UriPattern, b: &UriPattern) -> bool {
-        self.inclusion_counterexample(a, Some(b)).is_none()
+        self.try_includes_intersection(a, b, &mut Budget::unlimited())
+            .expect("an unlimited budget never runs out")
+    }
+
+    /// `includes_intersection` within `budget`.
+    pub fn try_includes_intersection(
+        &self,
+        a: &UriPattern,
+        b: &UriPattern,
+        budget: &mut Budget,
+    ) -> Result<bool, OverBudget> {
+        Ok(self.inclusion_counterexample(a, Some(b), budget)?.is_none())
     }
 
     /// True iff every string matching `other` also matches `self`
-    /// (L(other) ⊆ L(self)). Exact.
+    /// (L(other) ⊆ L(self)). Exact. Unbounded work.
     pub fn includes(&self, other: &UriPattern) -> bool {
-        self.inclusion_counterexample(other, None).is_none()
+        self.inclusion_counterexample(other, None, &mut Budget::unlimited())
+            .expect("an unlimited budget never runs out")
+            .is_none()
     }
 
     /// A shortest string matched by `a` and by `b` (when given) but not by
     /// `self`, or `None` if there is none, i.e. the inclusion holds.
-    fn inclusion_counterexample(&self, a: &UriPattern, b: Option<&UriPattern>) -> Option<String> {
+    fn inclusion_counterexample(
+        &self,
+        a: &UriPattern,
+        b: Option<&UriPattern>,
+        budget: &mut Budget,
+    ) -> Result<Option<String>, OverBudget> {
         let b = b.filter(|b| *b != a);
         if self == a || b.is_some_and(|b| self == b) {
-            return None;
+            return Ok(None);
         }
         match b {
             Some(b) => {
                 // A shortest common string is a shortest counterexample if
                 // `self` rejects it; with a literal side it is the only
                 // common string.
-                let w = a.overlap(b)?;
+                let Some(w) = a.try_overlap(b, budget)? else {
+                    return Ok(None);
+                };
                 if !self.matches(&w) {
-                    return Some(w);
+                    return Ok(Some(w));
                 }
                 if a.is_literal() || b.is_literal() {
-                    return None;
+                    return Ok(None);
                 }
             }
             None if a.is_literal() => {
-                return (!self.matches(&a.src)).then(|| a.src.to_string());
+                return Ok((!self.matches(&a.src)).then(|| a.src.to_string()));
             }
             None => {}
         }
-        self.inclusion_search(a, b)
+        self.inclusion_search(a, b, budget)
     }
 
     /// BFS over triples (state of `a`, state of `b`, epsilon-closed subset
@@ -718,14 +820,22 @@ impl UriPattern {
     /// the search stays exact and shortest. This tames the exponential
     /// subset blow-up in common cases; the worst case stays exponential
     /// (inclusion between such patterns is intractable in general).
-    fn inclusion_search(&self, a: &UriPattern, b: Option<&UriPattern>) -> Option<String> {
+    fn inclusion_search(
+        &self,
+        a: &UriPattern,
+        b: Option<&UriPattern>,
+        budget: &mut Budget,
+    ) -> Result<Option<String>, OverBudget> {
+        // The closures below cost about one step per state pair.
+        let sizes = [Some(self), Some(a), b].map(|p| p.map_or(0, |p| p.states.len() as u64));
+        budget.spend(sizes.iter().map(|n| n * n / 64 + n).sum())?;
         let mut pats = vec![self, a];
         pats.extend(b);
         let reps = representatives(&pats);
         let mut dfa = SubsetDfa::new(self, &reps);
         let start = dfa.start();
         if dfa.universal[start as usize] {
-            return None;
+            return Ok(None);
         }
         let ca = a.closures();
         let cb = b.map(UriPattern::closures);
@@ -746,6 +856,8 @@ impl UriPattern {
         let (mut next_a, mut next_b) = (Vec::new(), vec![0]);
         let mut head = 0;
         'bfs: while found.is_none() && head < nodes.len() {
+            // One step per representative tried, each a subset step at worst.
+            budget.spend(reps.len() as u64)?;
             let (i, j, s) = nodes[head];
             for (ci, &c) in reps.iter().enumerate() {
                 a.successors(&ca.of[i as usize], c, &mut next_a);
@@ -784,13 +896,15 @@ impl UriPattern {
             }
             head += 1;
         }
-        let mut at = found?;
+        let Some(mut at) = found else {
+            return Ok(None);
+        };
         let mut witness = Vec::new();
         while at != 0 {
             witness.push(via[at as usize]);
             at = parent[at as usize];
         }
-        Some(witness.iter().rev().collect())
+        Ok(Some(witness.iter().rev().collect()))
     }
 
     fn closures(&self) -> Closures {
@@ -1033,6 +1147,55 @@ mod tests {
         assert!(!big.matches(&"x".repeat(700)));
     }
 
+    /// Regression (issue 10): 30,000 `**/` segments overflowed the stack in the
+    /// epsilon closure; every operation must now run in constant stack depth.
+    #[test]
+    fn very_long_double_star_chains_do_not_recurse() {
+        let p = pat(&format!("file:///{}x", "**/".repeat(30_000)));
+        assert!(p.matches("file:///a/b/x"));
+        assert!(!p.matches("file:///a/b/y"));
+        let q = pat("file:///srv/**");
+        let mut b = Budget::new(1_000_000);
+        assert_eq!(
+            p.try_overlap(&q, &mut b).unwrap().as_deref(),
+            Some("file:///srv/x")
+        );
+        // Inclusion over such a pattern is out of any sane budget: it says so.
+        let mut small = Budget::new(10_000);
+        assert_eq!(
+            p.try_includes_intersection(&q, &pat("file:///**/x"), &mut small),
+            Err(OverBudget)
+        );
+        assert_eq!(small.left(), 0);
+    }
+
+    #[test]
+    fn budgets_are_charged_and_fail_closed() {
+        let a = pat(&format!("file:///{}b", "*a*/".repeat(40)));
+        let c = pat(&format!("file:///{}/b", "**/a".repeat(40)));
+        let mut b = Budget::new(u64::MAX / 2);
+        assert!(a.try_overlap(&c, &mut b).unwrap().is_some());
+        let used = u64::MAX / 2 - b.left();
+        assert!(used > 40, "the search was charged: {used}");
+        // The same comparison with one step less than it needs fails.
+        let mut short = Budget::new(used - 1);
+        assert_eq!(a.try_overlap(&c, &mut short), Err(OverBudget));
+        let mut exact = Budget::new(used);
+        assert!(a.try_overlap(&c, &mut exact).unwrap().is_some());
+        // Literal comparisons and cheap prefix/suffix rejections cost nothing.
+        let mut zero = Budget::new(0);
+        assert_eq!(
+            pat("file:///a").try_overlap(&pat("file:///**"), &mut zero),
+            Ok(Some("file:///a".into()))
+        );
+        assert_eq!(
+            pat("file:///a/*").try_overlap(&pat("s3://*"), &mut zero),
+            Ok(None)
+        );
+        assert_eq!(Budget::new(3).spend(4), Err(OverBudget));
+        assert!(!OverBudget.to_string().is_empty());
+    }
+
     // ---- independent reference matcher and brute-force checks ----
 
     /// Translates a glob to an anchored `regex` regex, straight from the
@@ -1177,7 +1340,8 @@ mod tests {
             .map(|(_, w)| w);
         let got = s
             .pattern
-            .inclusion_counterexample(&a.pattern, b.map(|b| &b.pattern));
+            .inclusion_counterexample(&a.pattern, b.map(|b| &b.pattern), &mut Budget::unlimited())
+            .unwrap();
         let public = match b {
             Some(b) => s.pattern.includes_intersection(&a.pattern, &b.pattern),
             None => s.pattern.includes(&a.pattern),
@@ -1226,7 +1390,9 @@ mod tests {
 
         let cx = |s: &str, a: &str, b: Option<&str>| {
             let b = b.map(pat);
-            pat(s).inclusion_counterexample(&pat(a), b.as_ref())
+            pat(s)
+                .inclusion_counterexample(&pat(a), b.as_ref(), &mut Budget::unlimited())
+                .unwrap()
         };
         assert_eq!(cx("/a/*/b", "/a/**/b", None).as_deref(), Some("/a/b"));
         assert_eq!(cx("*", "**", None).as_deref(), Some("/"));

@@ -28,7 +28,21 @@ impl Default for EngineConfig {
 }
 
 /// Canonicalise and compile a URI or URI glob, with a message fit for a finding.
+/// The input limits of [`crate::limits`] apply here, before any work.
 pub fn compile_uri(raw: &str) -> Result<UriPattern, String> {
+    use crate::limits::{MAX_URI_BYTES, MAX_URI_WILDCARDS, wildcards};
+    if raw.len() > MAX_URI_BYTES {
+        return Err(format!(
+            "URI of {} bytes is longer than the limit of {MAX_URI_BYTES}",
+            raw.len()
+        ));
+    }
+    if wildcards(raw) > MAX_URI_WILDCARDS {
+        return Err(format!(
+            "URI glob has {} wildcards; the limit is {MAX_URI_WILDCARDS}",
+            wildcards(raw)
+        ));
+    }
     let canonical = canonicalize(raw).map_err(|e| format!("URI {raw:?}: {e}"))?;
     UriPattern::new(&canonical).map_err(|e| format!("URI glob {raw:?}: {e}"))
 }
@@ -288,6 +302,8 @@ pub struct Engine {
     /// only on the tool's server and the Policies, so a change drops just the entries
     /// it can move (a server's tools; the tools a Policy reaches before or after).
     pub(crate) reach_cache: Mutex<HashMap<crate::key::ToolId, Arc<crate::reach::ToolReach>>>,
+    /// Decided pattern comparisons (pure functions of the two patterns: never stale).
+    pub(crate) overlap_memo: crate::compare::OverlapMemo,
     generation: u64,
 }
 
@@ -305,6 +321,7 @@ impl Engine {
             policies_by_uri: HashMap::new(),
             broad_policies: BTreeSet::new(),
             reach_cache: Mutex::new(HashMap::new()),
+            overlap_memo: Default::default(),
             generation: 0,
         }
     }

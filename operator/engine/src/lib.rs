@@ -11,12 +11,14 @@
 pub mod bundle;
 pub mod canonical;
 pub mod check;
+mod compare;
 pub mod estate;
 pub mod findings;
 pub mod glob;
 mod impact;
 pub mod index;
 pub mod key;
+pub mod limits;
 pub mod model;
 pub mod queries;
 pub mod reach;

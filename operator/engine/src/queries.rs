@@ -220,7 +220,10 @@ impl Evaluator<'_> {
         } else if let Ok(pattern) = compile_uri(target) {
             let mut found = false;
             for p in self.engine.policies.values() {
-                if p.resources.iter().any(|(r, _)| r.overlaps(&pattern)) {
+                if p.resources
+                    .iter()
+                    .any(|(r, _)| crate::compare::overlaps_or_assume(r, &pattern))
+                {
                     policies.insert(p.input.key.to_string());
                     found = true;
                 }
@@ -230,14 +233,20 @@ impl Evaluator<'_> {
                     .catalog
                     .iter()
                     .flat_map(|c| c.resources.iter())
-                    .any(|r| compile_uri(&r.uri).is_ok_and(|u| u.overlaps(&pattern)))
+                    .any(|r| {
+                        compile_uri(&r.uri)
+                            .is_ok_and(|u| crate::compare::overlaps_or_assume(&u, &pattern))
+                    })
             });
             for id in self.engine.known_tools() {
                 let reach = self.reach(&id);
                 let via: Vec<String> = reach
                     .access
                     .iter()
-                    .filter(|a| compile_uri(&a.resource).is_ok_and(|u| u.overlaps(&pattern)))
+                    .filter(|a| {
+                        compile_uri(&a.resource)
+                            .is_ok_and(|u| crate::compare::overlaps_or_assume(&u, &pattern))
+                    })
                     .map(|a| format!("{} {}", a.mode.edge(), a.resource))
                     .collect();
                 if !via.is_empty() {

@@ -2,9 +2,10 @@
 //! reads and writes. Reach does not depend on the agent, so it is computed once per tool
 //! and shared; only the classification (violation or exception) is per agent.
 
-use crate::glob::UriPattern;
+use crate::glob::{Budget, OverBudget, UriPattern};
 use crate::index::{CAccess, CException, CPolicy, CServer, Engine};
 use crate::key::ToolId;
+use crate::limits::{COVERAGE_STEPS, REACH_STEPS};
 use crate::model::*;
 use crate::verdict::node;
 use serde::Serialize;
@@ -35,6 +36,9 @@ pub struct PolicyPath {
     /// for every agent, so built once here.
     pub(crate) policy_name: String,
     pub(crate) tail: Vec<String>,
+    /// The overlap of the two patterns could not be decided within the work budget:
+    /// the path is kept (fail closed) and reported as such.
+    pub undecided: bool,
 }
 
 /// The evidence path of a tool -> Policy path, from the tool node on.
@@ -94,8 +98,10 @@ impl Engine {
             .cloned();
         let access = self.access_of(server, id);
         let mut paths = Vec::new();
+        // One budget for all of this tool's comparisons, spent in Policy key order.
+        let mut budget = Budget::new(REACH_STEPS);
         for p in self.candidate_policies(id, &access) {
-            self.policy_paths(p, id, &access, &mut paths);
+            self.policy_paths(p, id, &access, &mut paths, &mut budget);
         }
         ToolReach {
             id: id.clone(),
@@ -193,10 +199,16 @@ impl Engine {
         {
             return true;
         }
+        // Undecided counts as reaching, as in `policy_paths`: impact may only grow.
         let server = self.servers.get(&ObjKey::new(&id.namespace, &id.server));
-        self.access_of(server, id)
-            .iter()
-            .any(|a| p.resources.iter().any(|(r, _)| a.pattern.overlaps(r)))
+        let mut budget = Budget::new(REACH_STEPS);
+        self.access_of(server, id).iter().any(|a| {
+            p.resources.iter().any(|(r, _)| {
+                self.overlap_memo
+                    .overlaps(&a.pattern, r, &mut budget)
+                    .unwrap_or(true)
+            })
+        })
     }
 
     /// Paths from tool `id` (with its dataAccess `access`) to Policy `p`.
@@ -206,6 +218,7 @@ impl Engine {
         id: &ToolId,
         access: &[&CAccess],
         out: &mut Vec<PolicyPath>,
+        budget: &mut Budget,
     ) {
         if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
             return;
@@ -221,12 +234,19 @@ impl Engine {
                     patterns: None,
                     policy_name: p.input.key.to_string(),
                     tail: path_tail(id, None, &p.input.key),
+                    undecided: false,
                 });
             }
         }
         for a in access {
             for (pattern, prov) in &p.resources {
-                if a.pattern.overlaps(pattern) {
+                // Fail closed: a comparison over budget counts as reaching the Policy.
+                let undecided = match self.overlap_memo.overlaps(&a.pattern, pattern, budget) {
+                    Ok(false) => continue,
+                    Ok(true) => false,
+                    Err(OverBudget) => true,
+                };
+                {
                     let edge = AccessEdge {
                         mode: a.mode,
                         resource: a.pattern.as_str().to_string(),
@@ -241,6 +261,7 @@ impl Engine {
                         policy_provenance: prov.clone(),
                         patterns: Some((a.pattern.clone(), pattern.clone())),
                         policy_name: p.input.key.to_string(),
+                        undecided,
                     });
                 }
             }
@@ -261,26 +282,45 @@ impl Engine {
             .collect()
     }
 
-    /// The first of `exceptions` (see `live_exceptions`) that covers `path`, if any.
+    /// The first of `exceptions` (see `live_exceptions`) that covers `path`, if any,
+    /// deciding within `budget` (one per agent and tool). `Err` when none was shown
+    /// to cover it and at least one could not be decided: the path stays a violation.
     pub(crate) fn covering_exception<'a>(
         &self,
         exceptions: &[(&'a ObjKey, &'a CException)],
         tool: &ToolId,
         path: &PolicyPath,
         now: jiff::Timestamp,
-    ) -> Option<(&'a ObjKey, &'a CException)> {
+        budget: &mut Budget,
+    ) -> Result<Option<(&'a ObjKey, &'a CException)>, OverBudget> {
         if exceptions.is_empty() {
-            return None;
+            return Ok(None);
         }
-        let policy = self.policies.get(&path.policy)?;
-        exceptions.iter().copied().find(|(gk, e)| {
-            policy.input.allows_exceptions_from(&gk.namespace)
-                && exception_covers(e, &path.policy, tool, &gk.namespace, path, now)
-        })
+        let Some(policy) = self.policies.get(&path.policy) else {
+            return Ok(None);
+        };
+        let mut undecided = false;
+        for &(gk, e) in exceptions {
+            if !policy.input.allows_exceptions_from(&gk.namespace) {
+                continue;
+            }
+            match exception_covers(e, &path.policy, tool, &gk.namespace, path, now, budget) {
+                Ok(true) => return Ok(Some((gk, e))),
+                Ok(false) => {}
+                Err(OverBudget) => undecided = true,
+            }
+        }
+        if undecided { Err(OverBudget) } else { Ok(None) }
     }
 }
 
+/// A fresh budget for the exception coverage of one (agent, tool) pair.
+pub(crate) fn coverage_budget() -> Budget {
+    Budget::new(COVERAGE_STEPS)
+}
+
 /// Whether exception `e` (of a Grant in `home`) covers `path` of `tool` at `now`.
+/// `Err` when the resource inclusion could not be decided within `budget`.
 pub(crate) fn exception_covers(
     e: &CException,
     policy: &ObjKey,
@@ -288,22 +328,23 @@ pub(crate) fn exception_covers(
     home: &str,
     path: &PolicyPath,
     now: jiff::Timestamp,
-) -> bool {
+    budget: &mut Budget,
+) -> Result<bool, OverBudget> {
     if &e.policy != policy || e.expires.is_some_and(|t| t <= now) {
-        return false;
+        return Ok(false);
     }
     if let Some(sel) = &e.tool
         && !sel.matches(tool, home)
     {
-        return false;
+        return Ok(false);
     }
     match (&e.resource, &path.patterns) {
-        (None, _) => true,
+        (None, _) => Ok(true),
         // An exception naming a resource does not excuse a direct tool binding.
-        (Some(_), None) => false,
+        (Some(_), None) => Ok(false),
         // Every URI both the tool touches and the Policy governs must be excused.
         (Some(excused), Some((access, governed))) => {
-            excused.includes_intersection(access, governed)
+            crate::compare::covers(excused, access, governed, budget)
         }
     }
 }

@@ -136,17 +136,38 @@ impl Engine {
         }
     }
 
+    /// A bare name resolves among the servers of `home` first, and looks at servers
+    /// other namespaces share with `home` only when none of its own matches: another
+    /// namespace sharing a namesake must not be able to make a team's Grant ambiguous
+    /// (a denial of service the team could not prevent). See docs/semantics.md.
     fn resolve_bare(&self, pattern: &str, home: &str) -> Resolution {
+        let own = self
+            .servers
+            .range(crate::model::ObjKey::new(home, "")..)
+            .take_while(|(k, _)| k.namespace == home)
+            .map(|(_, s)| s);
+        let found = Self::bare_among(own, pattern);
+        if !matches!(found, Resolution::NotFound) {
+            return found;
+        }
+        let shared = self
+            .servers
+            .values()
+            .filter(|s| s.input.key.namespace != home && s.visible_from(home));
+        Self::bare_among(shared, pattern)
+    }
+
+    fn bare_among<'a>(servers: impl Iterator<Item = &'a CServer>, pattern: &str) -> Resolution {
         let mut tools = Vec::new();
-        let mut servers = 0;
-        for s in self.servers.values().filter(|s| s.visible_from(home)) {
+        let mut matched = 0;
+        for s in servers {
             let before = tools.len();
             tools.extend(s.matching_tools(pattern));
             if tools.len() > before {
-                servers += 1;
+                matched += 1;
             }
         }
-        match servers {
+        match matched {
             0 => Resolution::NotFound,
             1 => Resolution::Resolved { tools },
             _ => Resolution::Ambiguous { candidates: tools },

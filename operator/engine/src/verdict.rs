@@ -45,6 +45,10 @@ pub struct DenyPath {
     /// Provenance of the data-flow edge (null for a direct binding).
     pub provenance: Option<Provenance>,
     pub policy_provenance: Provenance,
+    /// Set when a pattern comparison on this path ran over its work budget: the path
+    /// counts (fail closed) and says which comparison could not be decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<String>,
 }
 
 /// A CAN_CALL edge: which Grant selector put the tool in reach.
@@ -192,20 +196,41 @@ impl<'e> Evaluator<'e> {
     }
 
     pub(crate) fn deny_paths_in(&self, cx: &AgentContext<'e>, reach: &ToolReach) -> Vec<DenyPath> {
+        // One coverage budget per (agent, tool), spent in path order: the same answer
+        // whether the tool is asked about alone or as part of the agent.
+        let mut budget = crate::reach::coverage_budget();
         reach
             .deny_paths()
-            .map(|p| self.classify(cx, &reach.id, p))
+            .map(|p| self.classify(cx, &reach.id, p, &mut budget))
             .collect()
     }
 
-    fn classify(&self, cx: &AgentContext<'e>, tool: &ToolId, p: &PolicyPath) -> DenyPath {
+    fn classify(
+        &self,
+        cx: &AgentContext<'e>,
+        tool: &ToolId,
+        p: &PolicyPath,
+        budget: &mut crate::glob::Budget,
+    ) -> DenyPath {
         let mut path = Vec::with_capacity(2 + p.tail.len());
         path.push(cx.node.clone());
         path.push("CAN_CALL".to_string());
         path.extend(p.tail.iter().cloned());
-        let exception = self
+        let covering = self
             .engine
-            .covering_exception(&cx.exceptions, tool, p, self.now);
+            .covering_exception(&cx.exceptions, tool, p, self.now, budget);
+        let exception = covering.unwrap_or(None);
+        let undecided = if p.undecided {
+            Some(format!(
+                "whether {} overlaps {} was not decided within the work budget",
+                p.access.as_ref().map_or("", |a| a.resource.as_str()),
+                p.binding
+            ))
+        } else if covering.is_err() {
+            Some("whether an expected exception covers this path was not decided within the work budget".to_string())
+        } else {
+            None
+        };
         DenyPath {
             policy: p.policy_name.clone(),
             resource: p.access.as_ref().map(|a| a.resource.clone()),
@@ -221,6 +246,7 @@ impl<'e> Evaluator<'e> {
             exception_grant: exception.map(|(g, _)| g.to_string()),
             provenance: p.access.as_ref().map(|a| a.provenance.clone()),
             policy_provenance: p.policy_provenance.clone(),
+            undecided,
         }
     }
 

@@ -26,6 +26,30 @@ pub fn config_map_name(agent: &Agent) -> String {
         .unwrap_or_else(|| format!("{}-mcpgov-bundle", agent.name_any()))
 }
 
+/// The Agent (name, uid) a ConfigMap was created for: its controller owner reference,
+/// on a ConfigMap that carries our managed-by label. Nothing else counts as ours.
+pub fn owner(cm: &ConfigMap) -> Option<(&str, &str)> {
+    if cm.labels().get(MANAGED_BY).map(String::as_str) != Some(MANAGER) {
+        return None;
+    }
+    cm.owner_references()
+        .iter()
+        .find(|o| {
+            o.controller == Some(true)
+                && o.kind == "Agent"
+                && o.api_version == crate::crd::common::API_VERSION
+        })
+        .map(|o| (o.name.as_str(), o.uid.as_str()))
+}
+
+/// Whether `cm` is the bundle ConfigMap mcpgov created for this very Agent (same name
+/// and uid: a deleted and re-created Agent of the same name does not inherit it).
+pub fn owned_by(cm: &ConfigMap, agent: &Agent) -> bool {
+    owner(cm).is_some_and(|(name, uid)| {
+        name == agent.name_any() && agent.metadata.uid.as_deref() == Some(uid)
+    })
+}
+
 pub fn enabled(agent: &Agent) -> bool {
     agent.spec.bundle.as_ref().is_none_or(|b| b.enabled)
 }
@@ -117,6 +141,44 @@ pub fn desired(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    fn agent(name: &str, uid: &str) -> Agent {
+        let mut a = Agent::new(name, serde_json::from_str("{}").unwrap());
+        a.metadata.namespace = Some("t".into());
+        a.metadata.uid = Some(uid.into());
+        a
+    }
+
+    #[test]
+    fn only_a_configmap_created_for_this_agent_is_ours() {
+        let a = agent("a", "uid-a");
+        let bundle = Bundle {
+            agent: mcpgov_engine::ObjKey::new("t", "a"),
+            bytes: b"{}".to_vec(),
+            sha256: "x".into(),
+            governance_digest: String::new(),
+            catalog_digest: String::new(),
+        };
+        let ours = desired(&a, &bundle, 1, "i", 1);
+        assert!(owned_by(&ours, &a));
+        assert_eq!(owner(&ours), Some(("a", "uid-a")));
+        // Same name, new uid: a re-created Agent does not inherit it.
+        assert!(!owned_by(&ours, &agent("a", "uid-2")));
+        // Another Agent's.
+        assert!(!owned_by(&ours, &agent("b", "uid-a")));
+        // No managed-by label: someone else's object, whatever its owner references.
+        let mut foreign = ours.clone();
+        foreign.metadata.labels = None;
+        assert_eq!(owner(&foreign), None);
+        // Our label but no controller reference to an Agent.
+        let mut forged = ours.clone();
+        forged.metadata.owner_references = Some(vec![OwnerReference {
+            controller: Some(false),
+            ..ours.metadata.owner_references.clone().unwrap()[0].clone()
+        }]);
+        assert_eq!(owner(&forged), None);
+    }
 
     #[test]
     fn held_keeps_the_digest_of_the_bundle_however_it_arrives() {

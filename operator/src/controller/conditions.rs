@@ -20,6 +20,9 @@ pub const REASON_PUBLISHED: &str = "Published";
 pub const REASON_DISABLED: &str = "Disabled";
 pub const REASON_TOO_LARGE: &str = "BundleTooLarge";
 pub const REASON_PUBLISH_FAILED: &str = "PublishFailed";
+/// The bundle's ConfigMap name is taken by an object mcpgov did not create for this
+/// Agent: it is never written or deleted.
+pub const REASON_CONFIGMAP_CONFLICT: &str = "ConfigMapConflict";
 pub const REASON_ALL_RESOLVED: &str = "AllResolved";
 pub const REASON_AGENT_NOT_FOUND: &str = "AgentNotFound";
 pub const REASON_GOVERNING: &str = "Governing";

@@ -304,7 +304,7 @@ async fn crawl_one(
     let started = Instant::now();
     let span = tracing::info_span!("crawl", server = %key);
     let result = async {
-        let headers = read_headers(client, &key.namespace, &spec.headers).await?;
+        let headers = read_headers(client, &key, &spec).await?;
         let target = spec.target(headers);
         let crawled = if keep {
             crawler::crawl_and_watch(&target, net).await
@@ -338,15 +338,16 @@ async fn crawl_one(
     (outcome, watch)
 }
 
-/// Header values from Secrets in the server's namespace. Never logged.
+/// Header values from Secrets in the server's namespace that opted in and allow this
+/// server and URL (see `secrets`). Never logged; nothing is sent when one is refused.
 async fn read_headers(
     client: &Client,
-    namespace: &str,
-    refs: &[(String, String, String)],
+    server: &ObjKey,
+    spec: &CrawlSpec,
 ) -> Result<Vec<(String, String)>, Failure> {
-    let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let api: Api<Secret> = Api::namespaced(client.clone(), &server.namespace);
     let mut out = Vec::new();
-    for (header, secret, key) in refs {
+    for (header, secret, key) in &spec.headers {
         let missing = |what: String| Failure {
             reason: "SecretUnavailable",
             message: format!("header {header}: {what}"),
@@ -356,6 +357,10 @@ async fn read_headers(
             .await
             .map_err(|e| missing(format!("cannot read Secret {secret}: {e}")))?
             .ok_or_else(|| missing(format!("Secret {secret} not found")))?;
+        super::secrets::check(&s, &server.name, &spec.url).map_err(|why| Failure {
+            reason: "SecretNotAllowed",
+            message: format!("header {header}: {why}"),
+        })?;
         let value = s
             .data
             .as_ref()

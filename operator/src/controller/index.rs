@@ -8,7 +8,6 @@ use super::watch::{self, Msg, Watched};
 use super::writer::Writer;
 use crate::crd::{Agent, Grant, MCPServer, Policy};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::ResourceExt;
 use kube::api::DynamicObject;
 use mcpgov_engine::{Engine, EngineConfig, Impact, Kind, ObjKey};
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,6 +27,15 @@ pub(super) struct Dirty {
 }
 
 impl Dirty {
+    /// Whether anything waits to be recomputed.
+    pub fn pending(&self) -> bool {
+        self.all
+            || self.policies
+            || !self.agents.is_empty()
+            || !self.grants.is_empty()
+            || !self.servers.is_empty()
+    }
+
     fn absorb(&mut self, impact: Impact) {
         self.agents.extend(impact.agents);
         self.policies |= impact.policies;
@@ -74,6 +82,9 @@ pub(super) struct Index {
     first_crawl_grace: Option<Instant>,
     /// Servers with a crawl outcome (success or failure) in this process.
     crawled: BTreeSet<ObjKey>,
+    /// Recent evaluation time per namespace (halved every pass): cheap namespaces are
+    /// served first, so one tenant's expensive objects cannot hold up another's.
+    pub ns_cost: BTreeMap<String, Duration>,
 }
 
 /// The longest the first full pass waits for first crawls.
@@ -121,6 +132,7 @@ impl Index {
             leadership,
             first_crawl_grace: None,
             crawled: BTreeSet::new(),
+            ns_cost: BTreeMap::new(),
         }
     }
 
@@ -165,29 +177,42 @@ impl Index {
                     None => std::future::pending().await,
                 }
             };
-            tokio::select! {
-                msg = rx.recv() => {
-                    let Some(msg) = msg else { return Err("all watches stopped".into()) };
+            let backlog = self.dirty.pending()
+                && self.ready.load(Ordering::Relaxed)
+                && self.leadership.is_leader()
+                && self.first_crawl_grace.is_none();
+            if backlog {
+                // A pass left work for the next slice: take what arrived meanwhile (so
+                // another namespace's change joins the next slice), then go on at once.
+                while let Ok(msg) = rx.try_recv() {
                     self.handle(msg);
-                    while let Ok(msg) = rx.try_recv() {
+                }
+                tokio::task::yield_now().await;
+            } else {
+                tokio::select! {
+                    msg = rx.recv() => {
+                        let Some(msg) = msg else { return Err("all watches stopped".into()) };
                         self.handle(msg);
+                        while let Ok(msg) = rx.try_recv() {
+                            self.handle(msg);
+                        }
                     }
-                }
-                _ = resync.tick() => {
-                    self.dirty.all = true;
-                    self.metrics.evaluations.with_label_values(&["resync"]).inc();
-                }
-                _ = retry_sleep => self.due_retries(),
-                _ = grace_ends => {}
-                changed = self.leadership.changes.changed() => {
-                    if changed.is_err() {
-                        return Err("leadership channel closed".into());
-                    }
-                    let leader = *self.leadership.changes.borrow_and_update();
-                    self.metrics.leader.set(leader as i64);
-                    if leader {
-                        // A new leader recomputes everything; only differences are written.
+                    _ = resync.tick() => {
                         self.dirty.all = true;
+                        self.metrics.evaluations.with_label_values(&["resync"]).inc();
+                    }
+                    _ = retry_sleep => self.due_retries(),
+                    _ = grace_ends => {}
+                    changed = self.leadership.changes.changed() => {
+                        if changed.is_err() {
+                            return Err("leadership channel closed".into());
+                        }
+                        let leader = *self.leadership.changes.borrow_and_update();
+                        self.metrics.leader.set(leader as i64);
+                        if leader {
+                            // A new leader recomputes everything; only differences are written.
+                            self.dirty.all = true;
+                        }
                     }
                 }
             }
@@ -399,7 +424,7 @@ impl Index {
             Watched::ConfigMap => {
                 // Someone removed a bundle: its agent republishes it.
                 if let Some(cm) = self.configmaps.remove(key)
-                    && let Some(agent) = cm.labels().get(super::bundles::AGENT_LABEL)
+                    && let Some((agent, _)) = super::bundles::owner(&cm)
                 {
                     self.dirty.agents.insert(ObjKey::new(&key.namespace, agent));
                 }

@@ -34,6 +34,8 @@ pub struct Metrics {
     pub bundle_last_publish: IntGaugeVec,
     pub reconcile_errors: IntCounterVec,
     pub evaluation_duration: Histogram,
+    /// Passes that used up their time slice and left work for the next one.
+    pub evaluation_slices: IntCounter,
     pub build_info: IntGaugeVec,
     pub leader: IntGauge,
     pub agent_tools: IntGaugeVec,
@@ -172,6 +174,11 @@ impl Metrics {
             ]),
         )
         .expect("valid metric");
+        let evaluation_slices = IntCounter::new(
+            "mcpgov_evaluation_slices_exhausted_total",
+            "Reconcile passes that used up their time slice and yielded to pending changes",
+        )
+        .expect("valid metric");
         let build_info = gauge_vec(
             "mcpgov_build_info",
             "Always 1, labelled with the version",
@@ -242,6 +249,7 @@ impl Metrics {
             Box::new(bundle_last_publish.clone()),
             Box::new(reconcile_errors.clone()),
             Box::new(evaluation_duration.clone()),
+            Box::new(evaluation_slices.clone()),
             Box::new(build_info.clone()),
             Box::new(leader.clone()),
             Box::new(agent_tools.clone()),
@@ -272,6 +280,7 @@ impl Metrics {
             bundle_last_publish,
             reconcile_errors,
             evaluation_duration,
+            evaluation_slices,
             build_info,
             leader,
             agent_tools,

@@ -11,6 +11,7 @@ mod index;
 pub mod leader;
 pub mod metrics;
 mod reconcile;
+pub mod secrets;
 pub mod status;
 pub mod watch;
 pub mod writer;

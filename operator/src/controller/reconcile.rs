@@ -61,45 +61,88 @@ impl Index {
         } else {
             grants
         };
-        for a in &agents {
-            grants.extend(engine.grants_of(a).map(|g| g.key.clone()));
-            self.reconcile_agent(&ev, a).await;
-        }
-        if !all {
-            self.metrics
-                .evaluations
-                .with_label_values(&["change"])
-                .inc_by(agents.len() as u64);
-        }
-        for g in &grants {
-            self.reconcile_grant(&ev, g).await;
-        }
         let servers: BTreeSet<ObjKey> = if all {
             self.servers.keys().cloned().collect()
         } else {
             servers
         };
-        for s in &servers {
+        for cost in self.ns_cost.values_mut() {
+            *cost /= 2;
+        }
+        self.ns_cost
+            .retain(|_, c| *c >= std::time::Duration::from_millis(1));
+        // Cheap namespaces first, round-robin; past the slice, the rest waits for the
+        // next pass, after the messages that arrived meanwhile.
+        let mut left = Leftover::default();
+        let agents = fair_order(agents, &self.ns_cost);
+        let evaluated = agents.len();
+        for (i, a) in agents.iter().enumerate() {
+            if started.elapsed() > SLICE {
+                left.agents.extend(agents[i..].iter().cloned());
+                break;
+            }
+            let t = std::time::Instant::now();
+            grants.extend(engine.grants_of(a).map(|g| g.key.clone()));
+            self.reconcile_agent(&ev, a).await;
+            *self.ns_cost.entry(a.namespace.clone()).or_default() += t.elapsed();
+        }
+        if !all {
+            self.metrics
+                .evaluations
+                .with_label_values(&["change"])
+                .inc_by((evaluated - left.agents.len()) as u64);
+        }
+        let grants = fair_order(grants, &self.ns_cost);
+        for (i, g) in grants.iter().enumerate() {
+            if started.elapsed() > SLICE {
+                left.grants.extend(grants[i..].iter().cloned());
+                break;
+            }
+            let t = std::time::Instant::now();
+            self.reconcile_grant(&ev, g).await;
+            *self.ns_cost.entry(g.namespace.clone()).or_default() += t.elapsed();
+        }
+        let servers = fair_order(servers, &self.ns_cost);
+        for (i, s) in servers.iter().enumerate() {
+            if started.elapsed() > SLICE {
+                left.servers.extend(servers[i..].iter().cloned());
+                break;
+            }
             self.reconcile_server(&ev, s).await;
         }
         // Agent summaries that moved above make every Policy's counts stale.
         // Taken first: a short-circuit would leave the flag set for a second pass.
         let dirty_policies = std::mem::take(&mut self.dirty.policies);
         if all || policies || dirty_policies {
-            let keys: Vec<ObjKey> = self.policies.keys().cloned().collect();
-            for p in &keys {
-                self.reconcile_policy(&ev, p).await;
+            if left.is_empty() {
+                let keys: Vec<ObjKey> = self.policies.keys().cloned().collect();
+                for p in &keys {
+                    self.reconcile_policy(&ev, p).await;
+                }
+            } else {
+                // Policy counts aggregate every agent: once the backlog is done.
+                self.dirty.policies = true;
             }
         }
+        if !left.is_empty() {
+            tracing::debug!(
+                agents = left.agents.len(),
+                grants = left.grants.len(),
+                servers = left.servers.len(),
+                "slice used up; the rest goes on after pending changes"
+            );
+            self.metrics.evaluation_slices.inc();
+        }
+        self.dirty.agents.extend(left.agents);
+        self.dirty.grants.extend(left.grants);
+        self.dirty.servers.extend(left.servers);
         self.observe_graph(&ev);
         self.engine = engine;
         self.metrics
             .evaluation_duration
             .observe(started.elapsed().as_secs_f64());
         tracing::debug!(
-            agents = agents.len(),
-            grants = grants.len(),
-            servers = servers.len(),
+            agents = evaluated,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "reconciled"
         );
@@ -237,7 +280,9 @@ impl Index {
                     .with_label_values(&["bundle_too_large"])
                     .inc();
             }
-            BundleOutcome::Failed(_) => m.bundle_published.with_label_values(&labels).set(0),
+            BundleOutcome::Failed(_) | BundleOutcome::Conflict(_) => {
+                m.bundle_published.with_label_values(&labels).set(0)
+            }
             BundleOutcome::Disabled => {
                 let _ = m.bundle_published.remove_label_values(&labels);
             }
@@ -301,7 +346,9 @@ impl Index {
         }
     }
 
-    /// Write the bundle ConfigMap unless it already holds these exact bytes.
+    /// Write the bundle ConfigMap unless it already holds these exact bytes. Only a
+    /// ConfigMap mcpgov created for this Agent (label + controller reference with the
+    /// Agent's uid) is ever updated; a name taken by anything else is a conflict.
     async fn publish(
         &mut self,
         agent: &Agent,
@@ -313,11 +360,21 @@ impl Index {
         let cm_key = ObjKey::new(&key.namespace, &name);
         self.remove_bundles(&key, Some(&name)).await;
         let existing = self.configmaps.get(&cm_key);
-        let ours =
-            existing.is_none_or(|cm| cm.labels().get(bundles::AGENT_LABEL) == Some(&key.name));
-        if !ours {
-            return BundleOutcome::Failed(format!(
-                "ConfigMap {name} exists and belongs to another agent; choose spec.bundle.configMapName"
+        if let Some(cm) = existing
+            && !bundles::owned_by(cm, agent)
+        {
+            let owner = match bundles::owner(cm) {
+                Some((owner, _)) if owner == key.name => {
+                    format!(
+                        "an earlier Agent {}/{owner} of the same name",
+                        key.namespace
+                    )
+                }
+                Some((owner, _)) => format!("Agent {}/{owner}", key.namespace),
+                None => "another owner".to_string(),
+            };
+            return BundleOutcome::Conflict(format!(
+                "ConfigMap {name} belongs to {owner}; choose another spec.bundle.configMapName"
             ));
         }
         let revision = existing.map(bundles::revision).unwrap_or(0);
@@ -332,9 +389,18 @@ impl Index {
             self.writer.skipped_configmap();
             return published(revision);
         }
-        let cm = bundles::desired(agent, bundle, revision + 1, &self.instance, generation);
-        match self.writer.apply_configmap(&cm).await {
-            Ok(()) => {
+        let mut cm = bundles::desired(agent, bundle, revision + 1, &self.instance, generation);
+        let written = match existing {
+            // Ours: an update, pinned to the uid we saw.
+            Some(old) => {
+                cm.metadata.uid = old.metadata.uid.clone();
+                self.writer.apply_configmap(&cm).await.map(|()| true)
+            }
+            // Not among ours: create it, never apply over someone else's object.
+            None => self.writer.create_configmap(&cm).await,
+        };
+        match written {
+            Ok(true) => {
                 let labels = [key.namespace.as_str(), key.name.as_str()];
                 self.metrics
                     .bundle_bytes
@@ -355,6 +421,10 @@ impl Index {
                     .await;
                 published(revision + 1)
             }
+            Ok(false) => BundleOutcome::Conflict(format!(
+                "ConfigMap {name} exists and was not created by mcpgov for this Agent; \
+                 choose another spec.bundle.configMapName"
+            )),
             Err(e) => {
                 let msg = e.to_string();
                 self.write_failed(Watched::Agent, &key, e);
@@ -363,20 +433,29 @@ impl Index {
         }
     }
 
-    /// Delete the agent's bundle ConfigMaps other than `keep`.
+    /// Delete the bundle ConfigMaps mcpgov created for `agent` other than `keep`
+    /// (by controller reference; with a uid precondition, so a same-named object
+    /// created since is left alone).
     async fn remove_bundles(&mut self, agent: &ObjKey, keep: Option<&str>) {
-        let stale: Vec<ObjKey> = self
+        let uid = self.agents.get(agent).and_then(|a| a.metadata.uid.clone());
+        let stale: Vec<(ObjKey, String)> = self
             .configmaps
             .iter()
             .filter(|(k, cm)| {
                 k.namespace == agent.namespace
-                    && cm.labels().get(bundles::AGENT_LABEL) == Some(&agent.name)
                     && Some(k.name.as_str()) != keep
+                    && bundles::owner(cm).is_some_and(|(name, owner_uid)| {
+                        name == agent.name && uid.as_deref().is_none_or(|u| u == owner_uid)
+                    })
             })
-            .map(|(k, _)| k.clone())
+            .filter_map(|(k, cm)| Some((k.clone(), cm.metadata.uid.clone()?)))
             .collect();
-        for k in stale {
-            match self.writer.delete_configmap(&k.namespace, &k.name).await {
+        for (k, cm_uid) in stale {
+            match self
+                .writer
+                .delete_configmap(&k.namespace, &k.name, &cm_uid)
+                .await
+            {
                 Ok(()) => {
                     self.configmaps.remove(&k);
                 }
@@ -504,9 +583,87 @@ impl Index {
     }
 }
 
+/// How long one pass may evaluate before it lets pending changes in.
+const SLICE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// What a pass left for the next one.
+#[derive(Default)]
+struct Leftover {
+    agents: Vec<ObjKey>,
+    grants: Vec<ObjKey>,
+    servers: Vec<ObjKey>,
+}
+
+impl Leftover {
+    fn is_empty(&self) -> bool {
+        self.agents.is_empty() && self.grants.is_empty() && self.servers.is_empty()
+    }
+}
+
+/// `keys` grouped by namespace, the namespaces that cost least recently first, then
+/// taken one from each namespace in turn: a namespace with many (or expensive) objects
+/// delays another's by at most one object per turn.
+fn fair_order(
+    keys: BTreeSet<ObjKey>,
+    cost: &std::collections::BTreeMap<String, std::time::Duration>,
+) -> Vec<ObjKey> {
+    let mut groups: std::collections::BTreeMap<String, std::collections::VecDeque<ObjKey>> =
+        Default::default();
+    for k in keys {
+        groups.entry(k.namespace.clone()).or_default().push_back(k);
+    }
+    let mut queues: Vec<(std::time::Duration, std::collections::VecDeque<ObjKey>)> = groups
+        .into_iter()
+        .map(|(ns, q)| (cost.get(&ns).copied().unwrap_or_default(), q))
+        .collect();
+    // Stable: equal costs keep namespace order, so passes stay deterministic.
+    queues.sort_by_key(|(c, _)| *c);
+    let total = queues.iter().map(|(_, q)| q.len()).sum();
+    let mut out = Vec::with_capacity(total);
+    while out.len() < total {
+        for (_, q) in queues.iter_mut() {
+            out.extend(q.pop_front());
+        }
+    }
+    out
+}
+
 fn cm_agent(cm: &k8s_openapi::api::core::v1::ConfigMap) -> Option<ObjKey> {
     Some(ObjKey::new(
         cm.namespace()?,
-        cm.labels().get(bundles::AGENT_LABEL)?.clone(),
+        bundles::owner(cm)?.0.to_string(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    fn keys(list: &[&str]) -> BTreeSet<ObjKey> {
+        list.iter()
+            .map(|k| {
+                let (ns, n) = k.split_once('/').unwrap();
+                ObjKey::new(ns, n)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cheap_namespaces_go_first_and_take_turns() {
+        let set = keys(&["a/1", "a/2", "a/3", "b/1", "c/1", "c/2"]);
+        let order: Vec<String> = fair_order(set.clone(), &BTreeMap::new())
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(order, ["a/1", "b/1", "c/1", "a/2", "c/2", "a/3"]);
+        // Namespace a cost the most lately: the others are served before it.
+        let cost = BTreeMap::from([("a".to_string(), Duration::from_secs(3))]);
+        let order: Vec<String> = fair_order(set, &cost)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(order, ["b/1", "c/1", "a/1", "c/2", "a/2", "a/3"]);
+    }
 }

@@ -24,6 +24,8 @@ pub enum BundleOutcome {
     Published(BundleStatus),
     TooLarge(String),
     Failed(String),
+    /// The name belongs to someone else (the message names the owner).
+    Conflict(String),
 }
 
 /// Agent status, without conditions merged (the writer merges them with the current).
@@ -100,6 +102,12 @@ pub fn agent(eval: &AgentEvaluation, bundle: &BundleOutcome) -> (AgentStatus, Ve
             c::BUNDLE_PUBLISHED,
             false,
             c::REASON_PUBLISH_FAILED,
+            m.clone(),
+        ),
+        BundleOutcome::Conflict(m) => cond(
+            c::BUNDLE_PUBLISHED,
+            false,
+            c::REASON_CONFIGMAP_CONFLICT,
             m.clone(),
         ),
     };

@@ -190,6 +190,30 @@ impl Writer {
         result.map(|_| ())
     }
 
+    /// Create a bundle ConfigMap that does not exist yet. `Ok(false)` when the name is
+    /// taken: an object we did not create is never applied over.
+    pub async fn create_configmap(&self, cm: &ConfigMap) -> Result<bool, Error> {
+        let ns = cm.metadata.namespace.as_deref().unwrap_or_default();
+        let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
+        self.leading()?;
+        let pp = kube::api::PostParams {
+            field_manager: Some(FIELD_MANAGER.to_string()),
+            ..Default::default()
+        };
+        match timed(api.create(&pp, cm)).await {
+            Err(Error::Api(kube::Error::Api(s))) if s.code == 409 => {
+                self.count_cm(Ok("conflict"));
+                Ok(false)
+            }
+            r => {
+                self.count_cm(r.as_ref().map(|_| "written"));
+                r.map(|_| true)
+            }
+        }
+    }
+
+    /// Update a bundle ConfigMap mcpgov created for this Agent. `cm` carries the uid it
+    /// was seen with, so a same-named object created since is refused, not taken over.
     pub async fn apply_configmap(&self, cm: &ConfigMap) -> Result<(), Error> {
         let ns = cm.metadata.namespace.as_deref().unwrap_or_default();
         let name = cm.metadata.name.as_deref().unwrap_or_default();
@@ -201,10 +225,18 @@ impl Writer {
         result.map(|_| ())
     }
 
-    pub async fn delete_configmap(&self, ns: &str, name: &str) -> Result<(), Error> {
+    /// Delete one of our bundle ConfigMaps, only if it is still the object with `uid`.
+    pub async fn delete_configmap(&self, ns: &str, name: &str, uid: &str) -> Result<(), Error> {
         let api: Api<ConfigMap> = Api::namespaced(self.client.clone(), ns);
         self.leading()?;
-        let result = match timed(api.delete(name, &DeleteParams::default())).await {
+        let dp = DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        let result = match timed(api.delete(name, &dp)).await {
             Err(Error::Api(kube::Error::Api(s))) if s.code == 404 => Ok(()),
             r => r.map(|_| ()),
         };

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "camelCase")]
 pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
     pub description: Option<String>,
     /// Which tools enter the bundle as eligible: Strict, Review or Explore.
     #[serde(default)]

@@ -47,6 +47,7 @@ pub struct Provenance {
     pub confidence: Confidence,
     /// Free-text pointer a reviewer can check: URL, ticket, commit, `path/file.rs::Symbol`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 2048))]
     pub evidence: Option<String>,
 }
 

@@ -33,13 +33,14 @@ pub struct GrantSpec {
     /// Tool keys or globs: `server::tool`, `namespace/server::tool`, or a bare name.
     #[schemars(
         length(min = 1, max = 1000),
-        inner(regex(
-            pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"
-        ))
+        inner(
+            regex(pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"),
+            length(max = 512)
+        )
     )]
     pub tools: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 200))]
+    #[schemars(length(max = 100))]
     pub expected_exceptions: Vec<ExpectedException>,
     #[serde(default)]
     pub provenance: Provenance,
@@ -48,24 +49,32 @@ pub struct GrantSpec {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExpectedException {
     /// Policy name (this namespace) or `namespace/name`.
-    #[schemars(regex(
-        pattern = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
-    ))]
+    #[schemars(
+        regex(pattern = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"),
+        length(max = 317)
+    )]
     pub policy: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(
-        pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"
-    ))]
+    #[schemars(
+        regex(pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"),
+        length(max = 512)
+    )]
     pub tool: Option<String>,
+    /// Resource URI or URI glob the exception is limited to; at most 1,024 bytes and 16
+    /// wildcards (docs/security.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(regex(
-        pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:([^*\s]|\*[^*\s]|\*\*[^*\s])*\*{0,2}$"
-    ))]
+    #[schemars(
+        regex(
+            pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^*\s]*(\*{1,2}[^*\s]+){0,15}(\*{1,2}[^*\s]*)?$"
+        ),
+        length(min = 1, max = 1024)
+    )]
     pub resource: Option<String>,
     /// Why the reach is intended; shown with every row it excuses.
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1, max = 1024))]
     pub reason: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 253))]
     pub owner: Option<String>,
     /// From this instant on the exception no longer counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 pub struct PolicySpec {
     pub effect: Effect,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
     pub description: Option<String>,
     pub governs: Governs,
     /// Who may declare expected exceptions to this Policy.
@@ -46,19 +47,22 @@ pub enum Effect {
 }]))]
 pub struct Governs {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 1000))]
+    #[schemars(length(max = 256))]
     pub resources: Vec<ResourceBinding>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 1000))]
+    #[schemars(length(max = 256))]
     pub tools: Vec<ToolBinding>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ResourceBinding {
-    /// Resource URI or URI glob (`*` within a path segment, `**` across segments).
+    /// Resource URI or URI glob (`*` within a path segment, `**` across segments); at
+    /// most 1,024 bytes and 16 wildcards (docs/security.md).
     #[schemars(
-        regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:([^*\s]|\*[^*\s]|\*\*[^*\s])*\*{0,2}$"),
-        length(max = 2048)
+        regex(
+            pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^*\s]*(\*{1,2}[^*\s]+){0,15}(\*{1,2}[^*\s]*)?$"
+        ),
+        length(min = 1, max = 1024)
     )]
     pub uri: String,
     #[serde(default)]
@@ -68,9 +72,10 @@ pub struct ResourceBinding {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolBinding {
     /// Tool key or glob: `server::tool`, `namespace/server::tool`, or a bare tool name.
-    #[schemars(regex(
-        pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"
-    ))]
+    #[schemars(
+        regex(pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"),
+        length(max = 512)
+    )]
     pub tool: String,
     #[serde(default)]
     pub provenance: Provenance,
@@ -81,7 +86,13 @@ pub struct ToolBinding {
 pub struct ExceptionRules {
     /// Namespaces whose Grants may declare exceptions; `*` for all. Default: the
     /// Policy's own namespace only.
-    #[schemars(inner(regex(pattern = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$")))]
+    #[schemars(
+        length(max = 256),
+        inner(
+            regex(pattern = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"),
+            length(max = 63)
+        )
+    )]
     pub allowed_namespaces: Vec<String>,
 }
 

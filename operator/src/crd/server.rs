@@ -30,7 +30,7 @@ pub struct MCPServerSpec {
     pub crawl: CrawlSettings,
     /// Authored READS/WRITES of this server's tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 1000))]
+    #[schemars(length(max = 512))]
     pub data_access: Vec<DataAccess>,
     /// Other namespaces whose Grants may name these tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,6 +57,7 @@ pub struct Endpoint {
     pub transport: Transport,
     /// Request headers; values only from Secrets in the server's namespace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
     pub headers: Vec<Header>,
     /// Per-request timeout.
     #[serde(default = "default_timeout")]
@@ -71,7 +72,7 @@ fn default_timeout() -> i32 {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Header {
-    #[schemars(regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
+    #[schemars(regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"), length(max = 256))]
     pub name: String,
     pub value_from: HeaderSource,
 }
@@ -138,10 +139,13 @@ pub struct DataAccess {
     /// Tool name on this server; `*` globs allowed.
     #[schemars(regex(pattern = r"^[^\s]+$"), length(min = 1, max = 256))]
     pub tool: String,
-    /// Resource URI or URI glob (`*` within a path segment, `**` across segments).
+    /// Resource URI or URI glob (`*` within a path segment, `**` across segments); at
+    /// most 1,024 bytes and 16 wildcards (docs/security.md).
     #[schemars(
-        regex(pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:([^*\s]|\*[^*\s]|\*\*[^*\s])*\*{0,2}$"),
-        length(max = 2048)
+        regex(
+            pattern = r"^[A-Za-z][A-Za-z0-9+.-]*:[^*\s]*(\*{1,2}[^*\s]+){0,15}(\*{1,2}[^*\s]*)?$"
+        ),
+        length(min = 1, max = 1024)
     )]
     pub resource: String,
     pub mode: AccessMode,
@@ -153,8 +157,11 @@ pub struct DataAccess {
 pub struct Sharing {
     /// Namespaces that may grant this server's tools; `*` means every namespace.
     #[schemars(
-        length(min = 1),
-        inner(regex(pattern = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"))
+        length(min = 1, max = 256),
+        inner(
+            regex(pattern = r"^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$"),
+            length(max = 63)
+        )
     )]
     pub namespaces: Vec<String>,
 }
