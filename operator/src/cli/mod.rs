@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
 
-pub use input::InputArgs;
+pub use input::{InputArgs, ReadArgs};
 
 #[derive(Parser)]
 #[command(
@@ -78,14 +78,17 @@ pub fn run() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Messages quote input (names, values, file names): whatever a part forgot to
+        // escape is escaped here, line breaks aside, so no raw control byte reaches a
+        // terminal.
         Err(Failure::Gate(msg)) => {
             if !msg.is_empty() {
-                eprintln!("{msg}");
+                eprintln!("{}", crate::text::escape_lines(&msg));
             }
             ExitCode::from(1)
         }
         Err(Failure::Input(msg)) => {
-            eprintln!("error: {msg}");
+            eprintln!("error: {}", crate::text::escape_lines(&msg));
             ExitCode::from(2)
         }
     }
