@@ -3,6 +3,8 @@
 //! unknown), 2 on unreadable or invalid input.
 
 mod check;
+#[cfg(test)]
+mod fuzz;
 mod input;
 mod operator;
 mod query;
