@@ -2,6 +2,7 @@
 //! files only, within a size cap, never echoes what is not a manifest, never panics,
 //! escapes what it prints, and fails closed on anything meant as an mcpgov object that
 //! the API server would refuse. Each test runs the binary on files made in a temp dir.
+#![cfg(unix)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

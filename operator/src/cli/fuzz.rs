@@ -17,10 +17,9 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("mcpgov-fuzz-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The file one fuzz run rewrites for each input (removed at its end).
+fn scratch(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("mcpgov-fuzz-{}-{name}.yaml", std::process::id()))
 }
 
 /// Characters that must never reach a terminal raw (line breaks aside, which the
@@ -74,7 +73,7 @@ where
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let cases = cases.saturating_mul(scale.max(1));
-    let file = dir().join(format!("{name}.yaml"));
+    let file = scratch(name);
     let mut runner = TestRunner::new(Config {
         cases,
         failure_persistence: None,
@@ -491,7 +490,6 @@ fn fuzz_check_over_documents_of_our_kinds() {
 #[test]
 fn deep_nesting_and_huge_numbers_end_cleanly() {
     let started = Instant::now();
-    let d = dir();
     let mut inputs = Vec::new();
     for depth in [16, 63, 64, 65, 127, 128, 129, 1_000, 100_000] {
         let wrap = |open: &str, close: &str, inner: &str| {
@@ -530,7 +528,7 @@ fn deep_nesting_and_huge_numbers_end_cleanly() {
         ));
     }
     inputs.push(format!("x: {}", "9".repeat(100_000)));
-    let file = d.join("deep.yaml");
+    let file = scratch("deep");
     for input in &inputs {
         std::fs::write(&file, input).unwrap();
         let _ = check_file(&file);
