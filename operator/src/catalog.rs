@@ -3,7 +3,7 @@
 //! manager so the governance status written by the operator is left alone.
 
 use crate::crd::MCPServer;
-use crate::manifest::{Resource, load_paths};
+use crate::manifest::{Load, ReadLimits, Resource, load_paths};
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::json;
@@ -11,9 +11,16 @@ use std::path::PathBuf;
 
 pub const CATALOG_FIELD_MANAGER: &str = "mcpgov-crawler";
 
-/// Apply the status catalog of every MCPServer in `files`; returns how many.
+/// Apply the status catalog of every MCPServer in `files` (read within the default
+/// limits); returns how many.
 pub async fn apply(files: &[PathBuf], default_ns: &str) -> Result<usize, String> {
-    let loaded = load_paths(files).map_err(|e| e.to_string())?;
+    let loaded = load_paths(files, ReadLimits::default()).map_err(|e| e.to_string())?;
+    apply_loaded(loaded, default_ns).await
+}
+
+/// Apply the status catalog of every MCPServer `loaded`; returns how many.
+pub async fn apply_loaded(loaded: Load, default_ns: &str) -> Result<usize, String> {
+    let loaded = loaded.objects;
     let client = Client::try_default()
         .await
         .map_err(|e| format!("cannot build a Kubernetes client: {e}"))?;
@@ -51,7 +58,13 @@ pub async fn apply(files: &[PathBuf], default_ns: &str) -> Result<usize, String>
         let pp = PatchParams::apply(CATALOG_FIELD_MANAGER).force();
         api.patch_status(&s.name_any(), &pp, &Patch::Apply(&body))
             .await
-            .map_err(|e| format!("{}: MCPServer {ns}/{}: {e}", l.file.display(), s.name_any()))?;
+            .map_err(|e| {
+                format!(
+                    "{}: MCPServer {ns}/{}: {e}",
+                    crate::text::path(&l.file),
+                    s.name_any()
+                )
+            })?;
         n += 1;
     }
     Ok(n)

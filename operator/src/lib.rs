@@ -9,4 +9,5 @@ pub mod controller;
 pub mod crawler;
 pub mod crd;
 pub mod manifest;
+pub mod text;
 pub mod validate;

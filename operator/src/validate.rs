@@ -4,6 +4,7 @@
 //! CEL rules (each has a Rust equivalent below; a test fails if one is missing).
 
 use crate::crd::all_crds;
+use crate::text;
 use regex::Regex;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -58,17 +59,7 @@ pub fn validate(kind: &str, doc: &Value) -> Option<Vec<String>> {
     let s = schemas();
     let schema = s.by_kind.get(kind)?;
     let mut problems = Vec::new();
-    let name = doc.pointer("/metadata/name").and_then(Value::as_str);
-    // Compiled once: per object it was a tenth of `mcpgov check` on a large estate.
-    static DNS: OnceLock<Regex> = OnceLock::new();
-    let dns = DNS.get_or_init(|| Regex::new(crate::crd::common::NAME_PATTERN).expect("valid"));
-    match name {
-        None => problems.push("metadata.name is required".to_string()),
-        Some(n) if n.len() > 253 || !dns.is_match(n) => problems.push(format!(
-            "metadata.name {n:?} is not a valid Kubernetes name"
-        )),
-        Some(_) => {}
-    }
+    check_metadata(doc, &mut problems);
     for part in ["spec", "status"] {
         if let (Some(v), Some(sch)) = (
             doc.get(part),
@@ -85,6 +76,62 @@ pub fn validate(kind: &str, doc: &Value) -> Option<Vec<String>> {
         problems.push("spec is required".to_string());
     }
     Some(problems)
+}
+
+/// `metadata.name` and `metadata.namespace` as the API server checks them for a custom
+/// resource; offline they were not checked at all, so `a..b` passed the gate.
+fn check_metadata(doc: &Value, out: &mut Vec<String>) {
+    let meta = match doc.get("metadata") {
+        None => return out.push("metadata.name is required".into()),
+        Some(Value::Object(m)) => m,
+        Some(_) => return out.push("metadata must be a mapping".into()),
+    };
+    match meta.get("name") {
+        None => out.push("metadata.name is required".into()),
+        Some(Value::String(n)) if is_dns1123_subdomain(n) => {}
+        Some(Value::String(n)) => out.push(format!(
+            "metadata.name {} is not a valid name: a DNS-1123 subdomain is at most 253 \
+             characters of lowercase letters, digits, '-' and '.', each '.'-separated part \
+             starting and ending with a letter or digit",
+            quote(n)
+        )),
+        Some(_) => out.push("metadata.name must be a string".into()),
+    }
+    match meta.get("namespace") {
+        // Empty is unset: kubectl puts the object in the current namespace.
+        None | Some(Value::Null) => {}
+        Some(Value::String(ns)) if ns.is_empty() || is_dns1123_label(ns) => {}
+        Some(Value::String(ns)) => out.push(format!(
+            "metadata.namespace {} is not a valid namespace: a DNS-1123 label is at most 63 \
+             characters of lowercase letters, digits and '-', starting and ending with a \
+             letter or digit",
+            quote(ns)
+        )),
+        Some(_) => out.push("metadata.namespace must be a string".into()),
+    }
+}
+
+/// A DNS-1123 label: 1-63 of `[a-z0-9-]`, starting and ending alphanumeric.
+pub fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    (1..=63).contains(&b.len())
+        && b.first().is_some_and(edge)
+        && b.last().is_some_and(edge)
+        && b.iter().all(|c| edge(c) || *c == b'-')
+}
+
+/// A DNS-1123 subdomain (the API server's rule for object names): at most 253
+/// characters, dot-separated parts each like a label but of any length.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    s.len() <= 253
+        && s.split('.').all(|part| {
+            let b = part.as_bytes();
+            b.first().is_some_and(edge)
+                && b.last().is_some_and(edge)
+                && b.iter().all(|c| edge(c) || *c == b'-')
+        })
 }
 
 fn check(v: &Value, schema: &Value, path: &str, s: &Schemas, out: &mut Vec<String>) {
@@ -177,7 +224,7 @@ fn check(v: &Value, schema: &Value, path: &str, s: &Schemas, out: &mut Vec<Strin
             for (k, val) in map {
                 match props.get(k) {
                     Some(sch) => check(val, sch, &format!("{path}.{k}"), s, out),
-                    None => out.push(format!("{path}: unknown field {k:?}")),
+                    None => out.push(format!("{path}: unknown field {}", quote(k))),
                 }
             }
         }
@@ -212,22 +259,29 @@ fn check_string(text: &str, schema: &Value, path: &str, s: &Schemas, out: &mut V
     if let Some(p) = schema.get("pattern").and_then(Value::as_str)
         && !s.regexes[p].is_match(text)
     {
-        out.push(format!("{path}: {text:?} does not match {p}"));
+        out.push(format!("{path}: {} does not match {p}", quote(text)));
     }
     if schema.get("format").and_then(Value::as_str) == Some("date-time")
         && text.parse::<jiff::Timestamp>().is_err()
     {
-        out.push(format!("{path}: {text:?} is not an RFC 3339 date-time"));
+        out.push(format!(
+            "{path}: {} is not an RFC 3339 date-time",
+            quote(text)
+        ));
     }
 }
 
+/// A value for a message: strings quoted and escaped, anything else as JSON, shortened
+/// on a character boundary (byte slicing panicked inside a multi-byte character).
 fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.len() > 60 {
-        format!("{}…", &s[..57])
-    } else {
-        s
+    match v {
+        Value::String(s) => quote(s),
+        other => text::escape(&text::truncate(&other.to_string(), 60)).into_owned(),
     }
+}
+
+fn quote(s: &str) -> String {
+    text::quote(s, 60)
 }
 
 /// Every CEL rule in the generated CRDs; a test checks each has an equivalent.
@@ -259,6 +313,35 @@ pub fn cel_rules() -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn names_follow_the_apiservers_dns_1123_rules() {
+        for ok in ["a", "a-b", "a.b", "0", "a1.b-2.c", &"a".repeat(253)] {
+            assert!(is_dns1123_subdomain(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "a..b",
+            ".a",
+            "a.",
+            "-a",
+            "a-",
+            "a.-b",
+            "A",
+            "*",
+            "a_b",
+            "é",
+            &"a".repeat(254),
+        ] {
+            assert!(!is_dns1123_subdomain(bad), "{bad}");
+        }
+        for ok in ["a", "team-a", "0x", &"n".repeat(63)] {
+            assert!(is_dns1123_label(ok), "{ok}");
+        }
+        for bad in ["", "a.b", "Team A/../x", "-a", "a-", &"n".repeat(64)] {
+            assert!(!is_dns1123_label(bad), "{bad}");
+        }
+    }
 
     #[test]
     fn every_cel_rule_has_an_offline_equivalent() {

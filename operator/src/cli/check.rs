@@ -1,7 +1,9 @@
 //! `mcpgov check`: every finding over the manifests, as a table or JSON, with an
 //! optional gate.
 
+use super::input::Input;
 use super::{Failure, InputArgs, print_json, print_out};
+use crate::text;
 use clap::{Args, ValueEnum};
 use mcpgov_engine::{Finding, FindingKind, Summary};
 use serde::Serialize;
@@ -50,8 +52,8 @@ fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
     }
 }
 
-pub fn run(args: CheckArgs) -> Result<(), Failure> {
-    let input = args.input.load()?;
+/// Every finding over the loaded input, or the invalid objects as an input failure.
+pub(crate) fn findings(input: &Input) -> Result<Vec<Finding>, Failure> {
     let eval = input.engine.evaluator(input.now);
     let findings = eval.check();
     let invalid: Vec<&Finding> = findings
@@ -61,13 +63,19 @@ pub fn run(args: CheckArgs) -> Result<(), Failure> {
     if !invalid.is_empty() {
         let lines: Vec<String> = invalid
             .iter()
-            .map(|f| format!("{}: {}", f.object, f.message))
+            .map(|f| text::escape(&format!("{}: {}", f.object, f.message)).into_owned())
             .collect();
         return Err(Failure::Input(format!(
             "invalid input:\n  {}",
             lines.join("\n  ")
         )));
     }
+    Ok(findings)
+}
+
+pub fn run(args: CheckArgs) -> Result<(), Failure> {
+    let input = args.input.load()?;
+    let findings = findings(&input)?;
     let summary = Summary::of(&findings);
     match args.output {
         Output::Json => print_json(&Report {
@@ -88,15 +96,18 @@ pub fn run(args: CheckArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn table(findings: &[Finding], s: &Summary) -> String {
+/// The findings for a terminal: every cell escaped (tool names, URIs and messages
+/// come from manifests and crawled catalogs).
+pub(crate) fn table(findings: &[Finding], s: &Summary) -> String {
+    let cell = |t: &str| text::escape(t).into_owned();
     let rows: Vec<[String; 4]> = findings
         .iter()
         .map(|f| {
             [
                 format!("{:?}", f.kind),
-                f.reason.clone(),
-                f.object.clone(),
-                f.message.clone(),
+                cell(&f.reason),
+                cell(&f.object),
+                cell(&f.message),
             ]
         })
         .collect();

@@ -1,7 +1,10 @@
 //! Turning `-f` paths and `--catalog` files into an engine, and reading agent names.
+//! What the loader skipped is said on stderr; what it refused is a `Failure::Input`.
 
 use super::Failure;
-use crate::manifest::{Loaded, Resource, load_paths};
+use crate::manifest::{Load, Loaded, ReadLimits, Resource, load_paths, parse_size};
+use crate::text;
+use crate::validate::is_dns1123_label;
 use clap::Args;
 use mcpgov_engine::{Engine, EngineConfig, ObjKey, Object};
 use std::collections::BTreeMap;
@@ -30,6 +33,36 @@ pub struct InputArgs {
     /// Evaluate as of this RFC 3339 instant (expected exceptions expire against it).
     #[arg(long)]
     pub now: Option<String>,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// How input files are read (shared by every command that reads manifests).
+#[derive(Args, Clone, Debug)]
+pub struct ReadArgs {
+    /// Refuse any input file larger than this: bytes, or a number with Ki, Mi or Gi.
+    #[arg(
+        long,
+        default_value = "32Mi",
+        env = "MCPGOV_MAX_FILE_SIZE",
+        value_parser = parse_size
+    )]
+    pub max_file_size: u64,
+}
+
+impl ReadArgs {
+    pub fn limits(&self) -> ReadLimits {
+        ReadLimits {
+            max_file_bytes: self.max_file_size,
+        }
+    }
+
+    /// Load `paths`, saying on stderr what was skipped.
+    pub fn load(&self, paths: &[PathBuf]) -> Result<Load, Failure> {
+        let load = load_paths(paths, self.limits()).map_err(|e| Failure::Input(e.to_string()))?;
+        report_skipped(&[&load]);
+        Ok(load)
+    }
 }
 
 pub struct Input {
@@ -56,9 +89,26 @@ impl InputArgs {
                 .parse()
                 .map_err(|e| Failure::Input(format!("--now {t:?}: {e}")))?,
         };
+        for (flag, ns) in [
+            ("--namespace", &self.namespace),
+            ("--governance-namespace", &self.governance_namespace),
+        ] {
+            if !is_dns1123_label(ns) {
+                return Err(Failure::Input(format!(
+                    "{flag} {}: not a valid namespace (a DNS-1123 label)",
+                    text::quote(ns, 80)
+                )));
+            }
+        }
         let ns = self.namespace.as_str();
-        let loaded = load_paths(&self.paths).map_err(|e| Failure::Input(e.to_string()))?;
-        let catalog = load_paths(&self.catalog).map_err(|e| Failure::Input(e.to_string()))?;
+        let limits = self.read.limits();
+        let read = |paths: &[PathBuf]| {
+            load_paths(paths, limits).map_err(|e| Failure::Input(e.to_string()))
+        };
+        let main = read(&self.paths)?;
+        let catalog = read(&self.catalog)?;
+        report_skipped(&[&main, &catalog]);
+        let (loaded, catalog) = (main.objects, catalog.objects);
         let mut objects: BTreeMap<(&'static str, ObjKey), Loaded> = BTreeMap::new();
         for l in loaded {
             let id = kind_and_key(&l, ns);
@@ -66,10 +116,10 @@ impl InputArgs {
                 if !merge_catalog(prev, &l) {
                     return Err(Failure::Input(format!(
                         "{}: {} {} is also defined in {}",
-                        l.file.display(),
+                        text::path(&l.file),
                         id.0,
-                        id.1,
-                        prev.file.display()
+                        text::escape(&id.1.to_string()),
+                        text::path(&prev.file)
                     )));
                 }
                 continue;
@@ -102,6 +152,20 @@ impl InputArgs {
         let engine =
             Engine::from_snapshot(config, objects.values().map(|l| l.resource.to_engine(ns)));
         Ok(Input { engine, now })
+    }
+}
+
+/// Notes on stderr: a CI log should show what the gate did not look at, and why.
+fn report_skipped(loads: &[&Load]) {
+    for f in loads.iter().flat_map(|l| &l.skipped_files) {
+        eprintln!("note: skipped {}: {}", text::path(&f.path), f.reason);
+    }
+    let documents: usize = loads.iter().map(|l| l.skipped_documents).sum();
+    if documents > 0 {
+        eprintln!(
+            "note: skipped {documents} document(s) of other API groups (not {})",
+            crate::crd::common::GROUP
+        );
     }
 }
 

@@ -3,6 +3,8 @@
 //! unknown), 2 on unreadable or invalid input.
 
 mod check;
+#[cfg(test)]
+mod fuzz;
 mod input;
 mod operator;
 mod query;
@@ -11,7 +13,7 @@ use clap::{Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
 
-pub use input::InputArgs;
+pub use input::{InputArgs, ReadArgs};
 
 #[derive(Parser)]
 #[command(
@@ -78,14 +80,17 @@ pub fn run() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // Messages quote input (names, values, file names): whatever a part forgot to
+        // escape is escaped here, line breaks aside, so no raw control byte reaches a
+        // terminal.
         Err(Failure::Gate(msg)) => {
             if !msg.is_empty() {
-                eprintln!("{msg}");
+                eprintln!("{}", crate::text::escape_lines(&msg));
             }
             ExitCode::from(1)
         }
         Err(Failure::Input(msg)) => {
-            eprintln!("error: {msg}");
+            eprintln!("error: {}", crate::text::escape_lines(&msg));
             ExitCode::from(2)
         }
     }

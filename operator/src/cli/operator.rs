@@ -71,6 +71,8 @@ pub struct CrawlArgs {
     namespace: String,
     #[command(flatten)]
     net: NetArgs,
+    #[command(flatten)]
+    read: super::ReadArgs,
 }
 
 #[derive(Subcommand)]
@@ -81,6 +83,8 @@ pub enum CatalogCommand {
         catalog: Vec<PathBuf>,
         #[arg(short = 'n', long, default_value = "default")]
         namespace: String,
+        #[command(flatten)]
+        read: super::ReadArgs,
     },
 }
 
@@ -139,9 +143,14 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
 }
 
 pub fn catalog(c: CatalogCommand) -> Result<(), Failure> {
-    let CatalogCommand::Apply { catalog, namespace } = c;
+    let CatalogCommand::Apply {
+        catalog,
+        namespace,
+        read,
+    } = c;
+    let loaded = read.load(&catalog)?;
     let n = runtime()?
-        .block_on(crate::catalog::apply(&catalog, &namespace))
+        .block_on(crate::catalog::apply_loaded(loaded, &namespace))
         .map_err(Failure::Input)?;
     eprintln!("applied the catalog of {n} MCPServer(s)");
     Ok(())
@@ -152,8 +161,8 @@ pub fn catalog(c: CatalogCommand) -> Result<(), Failure> {
 /// that need them are reported and skipped.
 pub fn crawl(a: CrawlArgs) -> Result<(), Failure> {
     use crate::controller::crawl::{CrawlSpec, Failure as CrawlFailure, Outcome};
-    use crate::manifest::{Resource, load_paths};
-    let loaded = load_paths(&a.paths).map_err(|e| Failure::Input(e.to_string()))?;
+    use crate::manifest::Resource;
+    let loaded = a.read.load(&a.paths)?.objects;
     let net = a.net.policy();
     let rt = runtime()?;
     let mut items = Vec::new();
@@ -184,7 +193,8 @@ pub fn crawl(a: CrawlArgs) -> Result<(), Failure> {
             });
         match &result {
             Err(f) => {
-                eprintln!("{key}: {}: {}", f.reason, f.message);
+                // The message may quote the server's answer.
+                eprintln!("{key}: {}: {}", f.reason, crate::text::escape(&f.message));
                 failed += 1;
             }
             Ok(c) => eprintln!(
