@@ -97,9 +97,38 @@ impl Operator {
     /// time the start themselves). `rust_log` is its `RUST_LOG`; logs go to
     /// `$MCPGOV_E2E_LOGS/operator-<namespace>.log`.
     pub fn spawn(namespace: &str, resync_seconds: u64, extra: &[&str], rust_log: &str) -> Operator {
+        Self::spawn_scoped(Some(namespace), namespace, resync_seconds, extra, rust_log)
+    }
+
+    /// An operator over every namespace (crawling off), with `governance` as its
+    /// governance namespace. Only for a test binary of its own: it writes status in
+    /// every namespace, so it must not run beside other tests' operators.
+    pub async fn start_all_namespaces(governance: &str) -> Operator {
+        let op = Self::spawn_scoped(
+            None,
+            governance,
+            300,
+            &["--crawl-concurrency", "0"],
+            "info,mcpgov=debug",
+        );
+        op.wait_ready().await;
+        op
+    }
+
+    fn spawn_scoped(
+        scope: Option<&str>,
+        namespace: &str,
+        resync_seconds: u64,
+        extra: &[&str],
+        rust_log: &str,
+    ) -> Operator {
         let port = free_port();
-        let child = Command::new(mcpgov_bin())
-            .args(["operator", "--namespace", namespace])
+        let mut cmd = Command::new(mcpgov_bin());
+        cmd.arg("operator");
+        if let Some(scope) = scope {
+            cmd.args(["--namespace", scope]);
+        }
+        let child = cmd
             .args(["--governance-namespace", namespace])
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--resync-seconds", &resync_seconds.to_string()])

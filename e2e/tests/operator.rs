@@ -292,6 +292,95 @@ async fn bundle_configmap_holds_the_cli_bytes_and_follows_grants() {
     op.stop();
 }
 
+/// Issue 10, finding 4: a bundle name that names someone else's ConfigMap, or another
+/// Agent's bundle, is a conflict on the claimant; nothing is written or deleted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_configmap_mcpgov_did_not_create_is_never_taken_over() {
+    let client = client().await;
+    let ns = namespace(&client, "takeover").await;
+    let op = Operator::start(&ns, 300).await;
+    let _dir = setup(&client, &ns).await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let owned = violations(&agents, "vibe-coder", 1).await;
+    let owned_bundle = owned.status.unwrap().bundle.unwrap();
+
+    apply(
+        &client,
+        &ns,
+        r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-config}
+data: {app.properties: "mode=prod"}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: squatter}
+spec: {profile: Explore, bundle: {configMapName: app-config}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: thief}
+spec: {profile: Explore, bundle: {configMapName: vibe-coder-mcpgov-bundle}}
+"#,
+    )
+    .await
+    .unwrap();
+    let conflict = |a: &Agent| {
+        condition(
+            a.status.as_ref().map(|s| s.conditions.as_slice()),
+            "BundlePublished",
+        ) == Some(("False".into(), "ConfigMapConflict".into()))
+    };
+    wait_for(&agents, "squatter", "ConfigMapConflict", conflict).await;
+    let thief = wait_for(&agents, "thief", "ConfigMapConflict", conflict).await;
+    let msg = thief
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "BundlePublished")
+        .unwrap()
+        .message;
+    assert!(
+        msg.contains(&format!("Agent {ns}/vibe-coder")),
+        "names the owner: {msg}"
+    );
+
+    // The application's ConfigMap is untouched: no label, owner or bundle key.
+    let app = cms.get("app-config").await.unwrap();
+    assert_eq!(app.data.as_ref().unwrap().len(), 1);
+    assert_eq!(app.data.as_ref().unwrap()["app.properties"], "mode=prod");
+    assert!(app.metadata.labels.is_none() && app.metadata.owner_references.is_none());
+    // The first owner keeps its bundle, bytes and status.
+    let cm = cms.get(&owned_bundle.config_map_name).await.unwrap();
+    assert_eq!(
+        cm.metadata.annotations.as_ref().unwrap()["mcpgov.io/bundle-sha256"],
+        owned_bundle.sha256
+    );
+    let a = agents.get("vibe-coder").await.unwrap();
+    assert_eq!(
+        a.status.unwrap().bundle.unwrap().sha256,
+        owned_bundle.sha256
+    );
+
+    // Deleting the claimants deletes nothing of theirs, since nothing is theirs.
+    delete(&client, &ns, ("mcpgov.io/v1alpha1", "Agent"), "squatter").await;
+    delete(&client, &ns, ("mcpgov.io/v1alpha1", "Agent"), "thief").await;
+    // A later change proves the operator has handled both deletions.
+    delete(&client, &ns, ("mcpgov.io/v1alpha1", "Grant"), "notes").await;
+    violations(&agents, "vibe-coder", 0).await;
+    assert!(cms.get_opt("app-config").await.unwrap().is_some());
+    assert!(
+        cms.get_opt(&owned_bundle.config_map_name)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    op.stop();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn no_op_resync_and_restart_write_nothing() {
     let client = client().await;

@@ -189,7 +189,7 @@ spec:
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn headers_come_from_secrets_and_a_401_reports_the_challenge() {
+async fn headers_come_only_from_opted_in_secrets_bound_to_the_host() {
     let client = client().await;
     let ns = namespace(&client, "auth").await;
     let srv = McpServer::start("testserver", &["--auth-token", "s3cret-token"]);
@@ -211,6 +211,9 @@ spec:
             srv.url
         )
     };
+    let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+    let refused = |s: &MCPServer| crawled(s).is_some_and(|c| c.1 == "SecretNotAllowed");
+    // Not opted in: the operator refuses it, and sends nothing.
     apply(
         &client,
         &ns,
@@ -224,7 +227,40 @@ stringData: {token: "Bearer s3cret-token", wrong: "Bearer nope"}
     .await
     .unwrap();
     apply(&client, &ns, &server("wrong")).await.unwrap();
-    let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+    let s = wait_for(&servers, "private", "SecretNotAllowed", refused).await;
+    assert!(message(&s).contains("not labelled mcpgov.io/credentials"));
+    // Opted in, but bound to another host: still refused.
+    let secret = |hosts: &str| {
+        format!(
+            r#"
+apiVersion: v1
+kind: Secret
+metadata:
+  name: private-token
+  labels: {{mcpgov.io/credentials: "true"}}
+  annotations: {{mcpgov.io/allowed-hosts: "{hosts}"}}
+stringData: {{token: "Bearer s3cret-token", wrong: "Bearer nope"}}
+"#
+        )
+    };
+    apply(&client, &ns, &secret("api.example.com"))
+        .await
+        .unwrap();
+    // A spec change crawls at once (the Secret change alone does not).
+    apply(&client, &ns, &server("token")).await.unwrap();
+    let s = wait_for(&servers, "private", "bound elsewhere", |s| {
+        refused(s) && message(s).contains("api.example.com")
+    })
+    .await;
+    assert!(
+        message(&s).contains("only, not to 127.0.0.1"),
+        "{}",
+        message(&s)
+    );
+    // Bound to this server's host: used.
+    let host = srv.url.split('/').nth(2).unwrap().to_string();
+    apply(&client, &ns, &secret(&host)).await.unwrap();
+    apply(&client, &ns, &server("wrong")).await.unwrap();
     let s = wait_for(&servers, "private", "Unauthorized", |s| {
         crawled(s).is_some_and(|c| c.1 == "Unauthorized")
     })
@@ -368,4 +404,12 @@ spec:
     );
     assert!(cm.data.unwrap()["bundle.json"].contains(r#""decision":"eligible""#));
     drop(op);
+}
+
+fn message(s: &MCPServer) -> String {
+    s.status
+        .as_ref()
+        .and_then(|st| st.conditions.iter().find(|c| c.type_ == "Crawled"))
+        .map(|c| c.message.clone())
+        .unwrap_or_default()
 }
