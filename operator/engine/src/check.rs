@@ -6,7 +6,6 @@ use crate::glob::has_glob;
 use crate::index::Engine;
 use crate::key::ToolId;
 use crate::model::*;
-use crate::reach::exception_covers;
 use crate::resolve::Resolution;
 use crate::verdict::{Classification, Evaluator};
 use serde::Serialize;
@@ -125,6 +124,8 @@ impl Evaluator<'_> {
         }
         // Resolving the agent's tools costs all its Grants: only when an exception needs it.
         let mut granted: Option<Vec<ToolId>> = None;
+        // One coverage budget for all of this Grant's exceptions, in authored order.
+        let (mut budget, mut paid) = (crate::reach::coverage_budget(), Default::default());
         for ex in &g.exceptions {
             let unresolved = |reason: &str, message: String| {
                 Finding::new(FindingKind::Unresolved, reason, object.clone(), message)
@@ -167,11 +168,15 @@ impl Evaluator<'_> {
                 granted.get_or_insert_with(|| self.granted_tools(&agent).into_keys().collect());
             // Each path is checked against its own Policy: an exception to a Policy the
             // agent never reaches is unused even when other Policies deny it.
-            let mut budget = crate::reach::coverage_budget();
             let mut undecided = false;
             let covers_any = granted.iter().any(|id| {
                 self.reach(id).deny_paths().any(|p| {
-                    exception_covers(
+                    // Spent: a resource-scoped exception can decide nothing more.
+                    if ex.resource.is_some() && budget.left() == 0 {
+                        undecided = true;
+                        return false;
+                    }
+                    e.exception_covers(
                         ex,
                         &p.policy,
                         id,
@@ -179,6 +184,7 @@ impl Evaluator<'_> {
                         p,
                         self.now,
                         &mut budget,
+                        &mut paid,
                     )
                     .unwrap_or_else(|_| {
                         undecided = true;
@@ -189,7 +195,7 @@ impl Evaluator<'_> {
             if undecided && !covers_any {
                 out.push(
                     Finding::new(
-                        FindingKind::Invalid,
+                        FindingKind::Unresolved,
                         "PatternBudgetExceeded",
                         object.clone(),
                         format!(

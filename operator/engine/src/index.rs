@@ -304,6 +304,7 @@ pub struct Engine {
     pub(crate) reach_cache: Mutex<HashMap<crate::key::ToolId, Arc<crate::reach::ToolReach>>>,
     /// Decided pattern comparisons (pure functions of the two patterns: never stale).
     pub(crate) overlap_memo: crate::compare::OverlapMemo,
+    pub(crate) cover_memo: crate::compare::CoverMemo,
     generation: u64,
 }
 
@@ -322,6 +323,7 @@ impl Engine {
             broad_policies: BTreeSet::new(),
             reach_cache: Mutex::new(HashMap::new()),
             overlap_memo: Default::default(),
+            cover_memo: Default::default(),
             generation: 0,
         }
     }

@@ -20,8 +20,9 @@ pub const COMPARISON_STEPS: u64 = 100_000;
 /// 100 ms); the comparisons left when it runs out count as reaching the Policy.
 pub const REACH_STEPS: u64 = 1_000_000;
 
-/// Search steps the exception coverage of one (agent, tool) pair may take; a path
-/// left undecided when it runs out counts as not excused.
+/// Search steps the exception coverage of one agent may take, over all its tools (each
+/// distinct question paid once); a path left undecided when it runs out counts as not
+/// excused. The same budget bounds the exception findings of one Grant.
 pub const COVERAGE_STEPS: u64 = 1_000_000;
 
 /// Entries kept in the memo of decided comparisons before it is cleared.

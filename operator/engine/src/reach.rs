@@ -283,8 +283,8 @@ impl Engine {
     }
 
     /// The first of `exceptions` (see `live_exceptions`) that covers `path`, if any,
-    /// deciding within `budget` (one per agent and tool). `Err` when none was shown
-    /// to cover it and at least one could not be decided: the path stays a violation.
+    /// deciding within `budget` (the agent's). `Err` when none was shown to cover it
+    /// and at least one could not be decided: the path stays a violation.
     pub(crate) fn covering_exception<'a>(
         &self,
         exceptions: &[(&'a ObjKey, &'a CException)],
@@ -292,6 +292,7 @@ impl Engine {
         path: &PolicyPath,
         now: jiff::Timestamp,
         budget: &mut Budget,
+        paid: &mut crate::compare::Paid,
     ) -> Result<Option<(&'a ObjKey, &'a CException)>, OverBudget> {
         if exceptions.is_empty() {
             return Ok(None);
@@ -304,7 +305,16 @@ impl Engine {
             if !policy.input.allows_exceptions_from(&gk.namespace) {
                 continue;
             }
-            match exception_covers(e, &path.policy, tool, &gk.namespace, path, now, budget) {
+            match self.exception_covers(
+                e,
+                &path.policy,
+                tool,
+                &gk.namespace,
+                path,
+                now,
+                budget,
+                paid,
+            ) {
                 Ok(true) => return Ok(Some((gk, e))),
                 Ok(false) => {}
                 Err(OverBudget) => undecided = true,
@@ -312,39 +322,42 @@ impl Engine {
         }
         if undecided { Err(OverBudget) } else { Ok(None) }
     }
-}
 
-/// A fresh budget for the exception coverage of one (agent, tool) pair.
-pub(crate) fn coverage_budget() -> Budget {
-    Budget::new(COVERAGE_STEPS)
-}
-
-/// Whether exception `e` (of a Grant in `home`) covers `path` of `tool` at `now`.
-/// `Err` when the resource inclusion could not be decided within `budget`.
-pub(crate) fn exception_covers(
-    e: &CException,
-    policy: &ObjKey,
-    tool: &ToolId,
-    home: &str,
-    path: &PolicyPath,
-    now: jiff::Timestamp,
-    budget: &mut Budget,
-) -> Result<bool, OverBudget> {
-    if &e.policy != policy || e.expires.is_some_and(|t| t <= now) {
-        return Ok(false);
-    }
-    if let Some(sel) = &e.tool
-        && !sel.matches(tool, home)
-    {
-        return Ok(false);
-    }
-    match (&e.resource, &path.patterns) {
-        (None, _) => Ok(true),
-        // An exception naming a resource does not excuse a direct tool binding.
-        (Some(_), None) => Ok(false),
-        // Every URI both the tool touches and the Policy governs must be excused.
-        (Some(excused), Some((access, governed))) => {
-            crate::compare::covers(excused, access, governed, budget)
+    /// Whether exception `e` (of a Grant in `home`) covers `path` of `tool` at `now`.
+    /// `Err` when the resource inclusion could not be decided within `budget`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn exception_covers(
+        &self,
+        e: &CException,
+        policy: &ObjKey,
+        tool: &ToolId,
+        home: &str,
+        path: &PolicyPath,
+        now: jiff::Timestamp,
+        budget: &mut Budget,
+        paid: &mut crate::compare::Paid,
+    ) -> Result<bool, OverBudget> {
+        if &e.policy != policy || e.expires.is_some_and(|t| t <= now) {
+            return Ok(false);
+        }
+        if let Some(sel) = &e.tool
+            && !sel.matches(tool, home)
+        {
+            return Ok(false);
+        }
+        match (&e.resource, &path.patterns) {
+            (None, _) => Ok(true),
+            // An exception naming a resource does not excuse a direct tool binding.
+            (Some(_), None) => Ok(false),
+            // Every URI both the tool touches and the Policy governs must be excused.
+            (Some(excused), Some((access, governed))) => self
+                .cover_memo
+                .covers(excused, access, governed, budget, paid),
         }
     }
+}
+
+/// A fresh budget for the exception coverage of one agent (or one Grant's findings).
+pub(crate) fn coverage_budget() -> Budget {
+    Budget::new(COVERAGE_STEPS)
 }

@@ -89,10 +89,14 @@ pub struct GrantRef {
     pub resolution: Resolution,
 }
 
-/// Per agent: its evidence-path node and its live expected exceptions.
+/// Per agent: its evidence-path node, its live expected exceptions, and the work
+/// budget their coverage checks share across all the agent's tools.
 pub(crate) struct AgentContext<'e> {
     node: String,
     exceptions: Vec<(&'e ObjKey, &'e CException)>,
+    /// Some exception is limited to a resource: only those cost pattern work.
+    scoped: bool,
+    budget: std::cell::RefCell<(crate::glob::Budget, crate::compare::Paid)>,
 }
 
 /// Reads the engine at one instant.
@@ -184,41 +188,49 @@ impl<'e> Evaluator<'e> {
 
     /// What classifying `agent`'s deny paths needs, looked up once.
     pub(crate) fn agent_context(&self, agent: &ObjKey) -> AgentContext<'e> {
+        let exceptions = self.engine.live_exceptions(agent, self.now);
         AgentContext {
             node: node("agent", agent),
-            exceptions: self.engine.live_exceptions(agent, self.now),
+            scoped: exceptions.iter().any(|(_, e)| e.resource.is_some()),
+            exceptions,
+            budget: std::cell::RefCell::new((crate::reach::coverage_budget(), Default::default())),
         }
     }
 
     /// Deny paths of `reach` for `agent`, classified against the agent's exceptions.
+    /// The coverage budget is the agent's, spent over its granted tools in key order
+    /// (as `evaluate_agent` does): a tool asked about alone is classified exactly as
+    /// in the agent's evaluation.
     pub fn deny_paths(&self, agent: &ObjKey, reach: &ToolReach) -> Vec<DenyPath> {
-        self.deny_paths_in(&self.agent_context(agent), reach)
+        let cx = self.agent_context(agent);
+        if cx.scoped {
+            for id in self.granted_tools(agent).into_keys() {
+                if id == reach.id {
+                    break;
+                }
+                self.deny_paths_in(&cx, &self.reach(&id));
+            }
+        }
+        self.deny_paths_in(&cx, reach)
     }
 
     pub(crate) fn deny_paths_in(&self, cx: &AgentContext<'e>, reach: &ToolReach) -> Vec<DenyPath> {
-        // One coverage budget per (agent, tool), spent in path order: the same answer
-        // whether the tool is asked about alone or as part of the agent.
-        let mut budget = crate::reach::coverage_budget();
         reach
             .deny_paths()
-            .map(|p| self.classify(cx, &reach.id, p, &mut budget))
+            .map(|p| self.classify(cx, &reach.id, p))
             .collect()
     }
 
-    fn classify(
-        &self,
-        cx: &AgentContext<'e>,
-        tool: &ToolId,
-        p: &PolicyPath,
-        budget: &mut crate::glob::Budget,
-    ) -> DenyPath {
+    fn classify(&self, cx: &AgentContext<'e>, tool: &ToolId, p: &PolicyPath) -> DenyPath {
         let mut path = Vec::with_capacity(2 + p.tail.len());
         path.push(cx.node.clone());
         path.push("CAN_CALL".to_string());
         path.extend(p.tail.iter().cloned());
-        let covering = self
-            .engine
-            .covering_exception(&cx.exceptions, tool, p, self.now, budget);
+        let covering = {
+            let (budget, paid) = &mut *cx.budget.borrow_mut();
+            self.engine
+                .covering_exception(&cx.exceptions, tool, p, self.now, budget, paid)
+        };
         let exception = covering.unwrap_or(None);
         let undecided = if p.undecided {
             Some(format!(

@@ -187,3 +187,39 @@ fn a_foreign_namesake_cannot_make_a_bare_name_ambiguous() {
         .check_access(&key("team-d/bot"), "refund");
     assert_eq!(v.verdict, VerdictKind::Ambiguous);
 }
+
+/// The exception-coverage budget is the agent's, spent over its tools in key order: a
+/// tool asked about alone (check-access) is classified exactly as in the agent's
+/// evaluation, even when the budget ran out on the tools before it.
+#[test]
+fn a_tool_asked_alone_is_classified_as_in_its_agents_evaluation() {
+    let (a, b) = expensive_pair();
+    let mut grant = grant("t", "g", "bot", &["fs::*"]);
+    for k in 0..12 {
+        grant = grant.exception("secrets", None, Some(&format!("file:///x{k}/**")), None);
+    }
+    let e = engine(vec![
+        server("t", "fs")
+            .tools(&["t0", "t1", "t2", "t3"])
+            .reads("*", &a)
+            .reads("t3", "file:///plain")
+            .build(),
+        deny("t", "secrets").resource(&b).resource("file:///plain").build(),
+        agent("t", "bot", Profile::Review),
+        grant.exception("secrets", Some("fs::t3"), None, None).build(),
+    ]);
+    let ev = e.evaluator(now());
+    let whole = ev.evaluate_agent(&key("t/bot"), None).unwrap();
+    let mut undecided = 0;
+    for t in &whole.tools {
+        let alone = ev.check_access(&key("t/bot"), &t.id.to_string());
+        assert_eq!(alone.deny_paths, t.deny_paths, "{}", t.id);
+        undecided += t.deny_paths.iter().filter(|p| p.undecided.is_some()).count();
+    }
+    assert!(undecided > 0, "the budget ran out on the way");
+    // An unscoped exception needs no budget: t3's literal path is excused all the same.
+    let t3 = ev.check_access(&key("t/bot"), "fs::t3");
+    assert!(t3.deny_paths.iter().any(|p| p.classification
+        == Classification::AuthorizedButGoverned
+        && p.resource.as_deref() == Some("file:///plain")));
+}

@@ -81,7 +81,22 @@ impl Index {
                 left.agents.extend(agents[i..].iter().cloned());
                 break;
             }
+            // The reach of the agent's tools, one tool at a time: a server of expensive
+            // patterns then holds a pass up by one tool's (budgeted) reach at most.
             let t = std::time::Instant::now();
+            let warm = ev.granted_tools(a).into_keys().all(|id| {
+                if started.elapsed() > SLICE {
+                    return false;
+                }
+                // Computed once, then cached by the engine for the evaluation below.
+                ev.reach(&id);
+                true
+            });
+            if !warm {
+                *self.ns_cost.entry(a.namespace.clone()).or_default() += t.elapsed();
+                left.agents.extend(agents[i..].iter().cloned());
+                break;
+            }
             grants.extend(engine.grants_of(a).map(|g| g.key.clone()));
             self.reconcile_agent(&ev, a).await;
             *self.ns_cost.entry(a.namespace.clone()).or_default() += t.elapsed();
