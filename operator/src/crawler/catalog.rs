@@ -175,7 +175,7 @@ mod tests {
         let raw = serde_json::to_string(&json!({"name": name, "inputSchema": {"type": "object"}}))
             .unwrap();
         let raw: &serde_json::value::RawValue = serde_json::from_str(&raw).unwrap();
-        super::super::page::tool(raw, 0).unwrap()
+        super::super::page::tool(raw, 0, &super::super::page::Clock::unbounded()).unwrap()
     }
 
     #[test]

@@ -115,9 +115,10 @@ async fn list_one(
         };
         pages += 1;
         listed.pages += 1;
-        listed.tools.extend(page.tools);
-        listed.resources.extend(page.resources);
-        listed.resource_templates.extend(page.templates);
+        // The first page's items are moved, not copied (one page is the common case).
+        append(&mut listed.tools, page.tools);
+        append(&mut listed.resources, page.resources);
+        append(&mut listed.resource_templates, page.templates);
         if listed.tools.len() > caps.max_tools {
             return Err(CrawlError::OverCap {
                 cap: Cap::MaxTools,
@@ -139,6 +140,14 @@ async fn list_one(
                 cursor = Some(s);
             }
         }
+    }
+}
+
+fn append<T>(to: &mut Vec<T>, mut items: Vec<T>) {
+    if to.is_empty() {
+        *to = items;
+    } else {
+        to.append(&mut items);
     }
 }
 
@@ -200,7 +209,11 @@ mod tests {
                 .pages
                 .get(&(kind.method(), cursor))
                 .ok_or_else(|| CrawlError::Protocol("unscripted page".into()))?;
-            Ok((super::super::page::read(kind, body, at)?, body.len()))
+            let clock = super::super::page::Clock::unbounded();
+            Ok((
+                super::super::page::read(kind, body, at, &clock)?,
+                body.len(),
+            ))
         }
     }
 

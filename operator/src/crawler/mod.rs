@@ -20,8 +20,8 @@
 //! partial or stale catalog ever leaves this module.
 //!
 //! Memory: a crawl holds at most one list response (within what `maxBytes` leaves), the
-//! items kept so far, and while a tool is read a sort table of at most about three times
-//! the size of its largest schema object; see [`crawl_memory_bound`].
+//! items kept so far, and while a tool is read a sort table of at most 1.6 times the size
+//! of its largest schema object; see [`crawl_memory_bound`].
 
 mod catalog;
 mod changes;
@@ -47,6 +47,24 @@ pub use guard::address_refusal;
 pub use listing::MAX_PAGES_PER_LIST;
 pub use session::{CLIENT_NAME, client_capabilities};
 pub use tap::MESSAGE_LIMIT;
+
+/// The most memory one crawl holds at once, for its caps. The scheduler runs at most
+/// `--crawl-concurrency` crawls, so crawling holds at most that many times this (the
+/// arithmetic against the chart's memory limit is in docs/crawler.md):
+///
+/// - 8 MiB for the session and the handshake, whose messages rmcp parses at up to about
+///   30 times their size and which [`MESSAGE_LIMIT`] bounds to 256 KiB;
+/// - 2.6 × `max_bytes`: one list response at a time, read up to what `maxBytes` leaves
+///   (1×), and, while a tool is read, either the sort table of its largest schema object
+///   (8 bytes a member, at most 1.6 times the member's own size) or the strings kept from
+///   the tools before it (at most what they took on the wire);
+/// - 384 bytes a tool kept, besides its strings (the struct, with room for the vector to
+///   grow, and its digest).
+pub fn crawl_memory_bound(max_bytes: usize, max_tools: usize) -> usize {
+    const FIXED: usize = 8 << 20;
+    const PER_TOOL: usize = 384;
+    FIXED + max_bytes.saturating_mul(13) / 5 + max_tools.saturating_mul(PER_TOOL)
+}
 
 /// How the server is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -28,8 +28,10 @@ use serde::de::{
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 use std::io::Write;
+use std::time::Instant;
 
 /// Nesting a schema may have (objects and arrays); deeper is a protocol error.
 pub const MAX_DEPTH: usize = 64;
@@ -70,8 +72,13 @@ pub(crate) struct Position {
     pub max_tools: usize,
 }
 
-/// Read the response `body` (one JSON-RPC message) to a `kind` request.
-pub(crate) fn read(kind: ListKind, body: &[u8], at: Position) -> Result<Reply, CrawlError> {
+/// Read the response `body` (one JSON-RPC message) to a `kind` request, within `clock`.
+pub(crate) fn read(
+    kind: ListKind,
+    body: &[u8],
+    at: Position,
+    clock: &Clock,
+) -> Result<Reply, CrawlError> {
     let method = kind.method();
     let body = std::str::from_utf8(body)
         .map_err(|e| CrawlError::Protocol(format!("{method}: the response is not UTF-8: {e}")))?;
@@ -108,6 +115,7 @@ pub(crate) fn read(kind: ListKind, body: &[u8], at: Position) -> Result<Reply, C
     let mut ctx = Ctx {
         kind,
         at,
+        clock,
         page: Page::default(),
         seen_items: false,
         stop: None,
@@ -131,27 +139,33 @@ fn json_error(method: &str, e: &serde_json::Error) -> CrawlError {
     super::error::from_json(method, e)
 }
 
-struct Ctx {
+struct Ctx<'k> {
     kind: ListKind,
     at: Position,
+    clock: &'k Clock,
     page: Page,
     seen_items: bool,
     /// Why reading stopped, when it was us (a cap, a bad item) rather than the parser.
     stop: Option<CrawlError>,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn halt<E: de::Error>(&mut self, e: CrawlError) -> E {
-        self.stop = Some(e);
+        // Work cut short by the deadline is reported as the deadline, whatever it hit.
+        self.stop = Some(if self.clock.expired() {
+            CrawlError::Timeout { phase: "deadline" }
+        } else {
+            e
+        });
         E::custom("stopped")
     }
 }
 
-struct ResultVisitor<'c> {
-    ctx: &'c mut Ctx,
+struct ResultVisitor<'c, 'k> {
+    ctx: &'c mut Ctx<'k>,
 }
 
-impl<'de> Visitor<'de> for ResultVisitor<'_> {
+impl<'de> Visitor<'de> for ResultVisitor<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -194,11 +208,11 @@ impl<'de> Visitor<'de> for ResultVisitor<'_> {
 }
 
 /// The items array, read one element at a time.
-struct Items<'c> {
-    ctx: &'c mut Ctx,
+struct Items<'c, 'k> {
+    ctx: &'c mut Ctx<'k>,
 }
 
-impl<'de> DeserializeSeed<'de> for Items<'_> {
+impl<'de> DeserializeSeed<'de> for Items<'_, '_> {
     type Value = ();
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -206,7 +220,7 @@ impl<'de> DeserializeSeed<'de> for Items<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Items<'_> {
+impl<'de> Visitor<'de> for Items<'_, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -230,7 +244,7 @@ impl<'de> Visitor<'de> for Items<'_> {
                             limit: ctx.at.max_tools,
                         })
                     } else {
-                        tool(raw, index).map(|t| ctx.page.tools.push(t))
+                        tool(raw, index, ctx.clock).map(|t| ctx.page.tools.push(t))
                     }
                 }
                 ListKind::Resources => {
@@ -312,7 +326,7 @@ fn shown_line(s: Option<String>, max: usize) -> Option<String> {
 }
 
 /// One `tools/list` item as retained: display strings escaped, schemas digested only.
-pub(crate) fn tool(raw: &RawValue, index: usize) -> Result<Tool, CrawlError> {
+pub(crate) fn tool(raw: &RawValue, index: usize, clock: &Clock) -> Result<Tool, CrawlError> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct RawTool<'a> {
@@ -375,7 +389,7 @@ pub(crate) fn tool(raw: &RawValue, index: usize) -> Result<Tool, CrawlError> {
             output_schema,
             annotations: &annotations,
         };
-        let contract_digest = contract.digest()?;
+        let contract_digest = contract.digest(clock)?;
         Ok(Tool {
             name,
             title: shown_line(title, MAX_TITLE),
@@ -454,17 +468,18 @@ impl Contract<'_> {
     /// `sha256:` over the canonical JSON of `{name, title, description, inputSchema,
     /// outputSchema, annotations}` (absent fields left out, `annotations` only with a known
     /// field), written in key order, piece by piece.
-    pub fn digest(&self) -> Result<String, String> {
-        let mut w = DigestWriter::new();
+    pub fn digest(&self, clock: &Clock) -> Result<String, String> {
+        // Buffered: canonical JSON is written in many small pieces.
+        let mut w = std::io::BufWriter::with_capacity(8192, DigestWriter::new());
         let mut first = true;
-        let mut key = |w: &mut DigestWriter, k: &str| {
+        let mut key = |w: &mut dyn Write, k: &str| {
             let _ = w.write_all(if first { b"{\"" } else { b",\"" });
             first = false;
             let _ = w.write_all(k.as_bytes());
             let _ = w.write_all(b"\":");
         };
-        let string = |w: &mut DigestWriter, s: &str| {
-            let _ = serde_json::to_writer(&mut *w, s);
+        let string = |w: &mut dyn Write, s: &str| {
+            let _ = serde_json::to_writer(w, s);
         };
         // Sorted: annotations, description, inputSchema, name, outputSchema, title.
         if !self.annotations.is_empty() {
@@ -476,54 +491,151 @@ impl Contract<'_> {
             string(&mut w, d);
         }
         key(&mut w, "inputSchema");
-        canonical(self.input_schema, 1, &mut w).map_err(|e| format!("inputSchema: {e}"))?;
+        canonical(self.input_schema, 1, clock, &mut w).map_err(|e| format!("inputSchema: {e}"))?;
         key(&mut w, "name");
         string(&mut w, self.name);
         if let Some(o) = self.output_schema {
             key(&mut w, "outputSchema");
-            canonical(o, 1, &mut w).map_err(|e| format!("outputSchema: {e}"))?;
+            canonical(o, 1, clock, &mut w).map_err(|e| format!("outputSchema: {e}"))?;
         }
         if let Some(t) = self.title {
             key(&mut w, "title");
             string(&mut w, t);
         }
         let _ = w.write_all(b"}");
+        let w = w.into_inner().map_err(|e| e.to_string())?;
         Ok(w.finish())
     }
 }
 
-/// Write the canonical JSON of `raw` (one valid JSON value) to `out`: the bytes
-/// `mcpgov_engine::canonical::to_canonical_json` gives for it, without building it.
-/// `depth` is the nesting of `raw` itself (1 for a schema).
-pub(crate) fn canonical(raw: &str, depth: usize, out: &mut impl Write) -> Result<(), String> {
+/// Time the reading of one page may take: the crawl's deadline, checked now and then
+/// while a page is read (reading runs off the async workers, where the crawl's own timer
+/// cannot stop it).
+pub(crate) struct Clock {
+    deadline: Option<Instant>,
+    ticks: Cell<u32>,
+    expired: Cell<bool>,
+}
+
+impl Clock {
+    pub fn until(deadline: Instant) -> Clock {
+        Clock {
+            deadline: Some(deadline),
+            ticks: Cell::new(0),
+            expired: Cell::new(false),
+        }
+    }
+
+    #[cfg(test)]
+    pub fn unbounded() -> Clock {
+        Clock {
+            deadline: None,
+            ticks: Cell::new(0),
+            expired: Cell::new(false),
+        }
+    }
+
+    /// Count one unit of work; every 4096th looks at the time.
+    fn tick(&self) -> Result<(), String> {
+        let n = self.ticks.get().wrapping_add(1);
+        self.ticks.set(n);
+        if n.is_multiple_of(4096)
+            && let Some(d) = self.deadline
+            && Instant::now() > d
+        {
+            self.expired.set(true);
+        }
+        if self.expired.get() {
+            return Err("the crawl's deadline passed".into());
+        }
+        Ok(())
+    }
+
+    fn expired(&self) -> bool {
+        self.expired.get()
+    }
+}
+
+/// Write the canonical JSON of the first JSON value in `raw` (valid JSON) to `out`: the
+/// bytes `mcpgov_engine::canonical::to_canonical_json` gives for it, without building it.
+/// `depth` is the nesting of that value itself (1 for a schema).
+pub(crate) fn canonical(
+    raw: &str,
+    depth: usize,
+    clock: &Clock,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    clock.tick()?;
     let raw = raw.trim_start();
     match raw.as_bytes().first() {
         Some(b'{') | Some(b'[') if depth > MAX_DEPTH => {
             Err(format!("nested deeper than {MAX_DEPTH} levels"))
         }
-        Some(b'{') => canonical_object(raw, depth, out),
+        Some(b'{') => canonical_object(raw, depth, clock, out),
         Some(b'[') => {
-            let mut de = serde_json::Deserializer::from_str(raw);
             let mut err = None;
-            let r = (&mut de).deserialize_seq(ArrayWriter {
+            let r = serde_json::Deserializer::from_str(raw).deserialize_seq(ArrayWriter {
                 depth,
+                clock,
                 out: &mut *out,
                 err: &mut err,
             });
             if let Some(e) = err {
                 return Err(e);
             }
-            r.and_then(|()| de.end()).map_err(|e| e.to_string())
+            r.map_err(|e| e.to_string())
         }
         _ => {
-            let v: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+            // What serde_json writes back unchanged is copied as it is: literals, plain
+            // integers, strings without escapes.
+            if let Some(token) = verbatim(raw) {
+                return out.write_all(token.as_bytes()).map_err(|e| e.to_string());
+            }
+            let mut de = serde_json::Deserializer::from_str(raw);
+            let v = Value::deserialize(&mut de).map_err(|e| e.to_string())?;
             serde_json::to_writer(out, &v).map_err(|e| e.to_string())
         }
     }
 }
 
+/// The scalar token at the start of `raw` when its canonical form is itself.
+fn verbatim(raw: &str) -> Option<&str> {
+    let b = raw.as_bytes();
+    for lit in ["true", "false", "null"] {
+        if raw.starts_with(lit) {
+            return Some(&raw[..lit.len()]);
+        }
+    }
+    match b.first()? {
+        b'"' => {
+            // No escape (nor a raw control character): written back the same.
+            let end = 1 + b[1..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
+            (b[end] == b'"').then(|| &raw[..=end])
+        }
+        b'-' | b'0'..=b'9' => {
+            let len = b
+                .iter()
+                .position(|c| !matches!(c, b'-' | b'0'..=b'9'))
+                .unwrap_or(b.len());
+            let negative = b[0] == b'-';
+            let digits = &raw[usize::from(negative)..len];
+            // A plain integer that fits in 64 bits, without a leading zero; not `-0`,
+            // which serde_json reads as a float.
+            let fits = (1..=18).contains(&digits.len()) && !digits.contains('-');
+            let leading_zero = digits.len() > 1 && digits.starts_with('0');
+            let minus_zero = negative && digits == "0";
+            let fraction = matches!(b.get(len), Some(b'.' | b'e' | b'E'));
+            (fits && !leading_zero && !minus_zero && !fraction).then(|| &raw[..len])
+        }
+        _ => None,
+    }
+}
+
 struct ArrayWriter<'o, W> {
     depth: usize,
+    clock: &'o Clock,
     out: &'o mut W,
     err: &'o mut Option<String>,
 }
@@ -543,7 +655,7 @@ impl<'de, W: Write> Visitor<'de> for ArrayWriter<'_, W> {
                 let _ = self.out.write_all(b",");
             }
             first = false;
-            if let Err(e) = canonical(item.get(), self.depth + 1, self.out) {
+            if let Err(e) = canonical(item.get(), self.depth + 1, self.clock, self.out) {
                 *self.err = Some(e);
                 return Err(de::Error::custom("stopped"));
             }
@@ -553,52 +665,59 @@ impl<'de, W: Write> Visitor<'de> for ArrayWriter<'_, W> {
     }
 }
 
-/// One member of an object being sorted: where its key and value are. A key with an
-/// escape is decoded into a side buffer (`OWNED` set in `key`); others are offsets into
-/// the object's own bytes. 16 bytes a member, whatever the key.
+/// One member of an object being sorted, 8 bytes whatever its size: where its key
+/// starts (in the object's bytes, just after the opening quote; or, with `OWNED`, in a
+/// side buffer of decoded keys that had escapes) and where its value starts.
 #[derive(Clone, Copy)]
 struct Member {
     key: u32,
-    key_len: u32,
     value: u32,
-    value_len: u32,
 }
 
 const OWNED: u32 = 1 << 31;
 
-fn canonical_object(raw: &str, depth: usize, out: &mut impl Write) -> Result<(), String> {
+fn canonical_object(
+    raw: &str,
+    depth: usize,
+    clock: &Clock,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    if raw.len() >= OWNED as usize {
+        return Err("an object of 2 GiB or more".into());
+    }
     // Count first, so the table is allocated once at its exact size.
     let count = serde_json::Deserializer::from_str(raw)
         .deserialize_map(Counter)
         .map_err(|e| e.to_string())?;
-    if raw.len() >= OWNED as usize {
-        return Err("an object larger than 2 GiB".into());
-    }
     let mut members: Vec<Member> = Vec::with_capacity(count);
-    let mut owned = String::new();
-    let mut de = serde_json::Deserializer::from_str(raw);
-    (&mut de)
+    // Decoded keys that had escapes, each after its length (4 bytes, little-endian).
+    let mut owned: Vec<u8> = Vec::new();
+    serde_json::Deserializer::from_str(raw)
         .deserialize_map(Collector {
             base: raw,
             members: &mut members,
             owned: &mut owned,
         })
-        .and_then(|()| de.end())
         .map_err(|e| e.to_string())?;
-    let key = |m: &Member| -> &str {
-        let (start, len) = ((m.key & !OWNED) as usize, m.key_len as usize);
+    let key = |m: &Member| -> &[u8] {
+        let at = (m.key & !OWNED) as usize;
         if m.key & OWNED != 0 {
-            &owned[start..start + len]
+            let len = u32::from_le_bytes([owned[at], owned[at + 1], owned[at + 2], owned[at + 3]]);
+            &owned[at + 4..at + 4 + len as usize]
         } else {
-            &raw[start..start + len]
+            // A borrowed key has no escape: it ends at the next quote.
+            let rest = &raw.as_bytes()[at..];
+            &rest[..rest.iter().position(|&c| c == b'"').unwrap_or(rest.len())]
         }
     };
-    // Keys in byte order; for a repeated key the last one counts (as for serde_json's
-    // maps), so equal keys are kept in document order and all but the last skipped.
+    // Keys in byte order (a `String`'s order); for a repeated key the last one counts
+    // (as for serde_json's maps), so equal keys are kept in document order and all but
+    // the last skipped.
     members.sort_unstable_by(|a, b| key(a).cmp(key(b)).then(a.value.cmp(&b.value)));
     let _ = out.write_all(b"{");
     let mut first = true;
     for (i, m) in members.iter().enumerate() {
+        clock.tick()?;
         if members.get(i + 1).is_some_and(|next| key(next) == key(m)) {
             continue;
         }
@@ -606,10 +725,10 @@ fn canonical_object(raw: &str, depth: usize, out: &mut impl Write) -> Result<(),
             let _ = out.write_all(b",");
         }
         first = false;
-        serde_json::to_writer(&mut *out, key(m)).map_err(|e| e.to_string())?;
+        let k = std::str::from_utf8(key(m)).map_err(|e| e.to_string())?;
+        serde_json::to_writer(&mut *out, k).map_err(|e| e.to_string())?;
         let _ = out.write_all(b":");
-        let (start, len) = (m.value as usize, m.value_len as usize);
-        canonical(&raw[start..start + len], depth + 1, out)?;
+        canonical(&raw[m.value as usize..], depth + 1, clock, out)?;
     }
     let _ = out.write_all(b"}");
     Ok(())
@@ -636,7 +755,7 @@ impl<'de> Visitor<'de> for Counter {
 struct Collector<'c, 'de> {
     base: &'de str,
     members: &'c mut Vec<Member>,
-    owned: &'c mut String,
+    owned: &'c mut Vec<u8>,
 }
 
 fn offset(base: &str, part: &str) -> u32 {
@@ -653,19 +772,19 @@ impl<'de> Visitor<'de> for Collector<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(k) = map.next_key::<Cow<'de, str>>()? {
             let value: &'de RawValue = map.next_value()?;
-            let (key, key_len) = match k {
-                Cow::Borrowed(k) => (offset(self.base, k), k.len() as u32),
+            let key = match k {
+                Cow::Borrowed(k) => offset(self.base, k),
                 Cow::Owned(k) => {
                     let at = self.owned.len() as u32 | OWNED;
-                    self.owned.push_str(&k);
-                    (at, k.len() as u32)
+                    self.owned
+                        .extend_from_slice(&(k.len() as u32).to_le_bytes());
+                    self.owned.extend_from_slice(k.as_bytes());
+                    at
                 }
             };
             self.members.push(Member {
                 key,
-                key_len,
                 value: offset(self.base, value.get()),
-                value_len: value.get().len() as u32,
             });
         }
         Ok(())
@@ -680,7 +799,7 @@ mod tests {
 
     fn canon(v: &str) -> Result<String, String> {
         let mut out = Vec::new();
-        canonical(v, 1, &mut out)?;
+        canonical(v, 1, &Clock::unbounded(), &mut out)?;
         Ok(String::from_utf8(out).unwrap())
     }
 
@@ -761,6 +880,47 @@ mod tests {
     }
 
     #[test]
+    fn scalars_copied_as_they_are_are_exactly_what_serde_json_writes() {
+        for v in [
+            "0",
+            "7",
+            "-7",
+            "123456789012345678",
+            "1234567890123456789",
+            "-0",
+            "0.5",
+            "1e3",
+            "-1E-2",
+            "true",
+            "false",
+            "null",
+            r#""plain""#,
+            r#""esc\u0041""#,
+            r#""""#,
+            r#""é😀""#,
+        ] {
+            assert_eq!(canon(v).unwrap(), reference(v), "{v}");
+        }
+    }
+
+    /// Reading a page runs off the async workers, where the crawl's timer cannot stop it:
+    /// it watches the deadline itself.
+    #[test]
+    fn reading_stops_at_the_deadline() {
+        let zeros = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"result":{{"tools":[{{"name":"z","inputSchema":{{"a":[{}]}}}}]}}}}"#,
+            vec!["0"; 200_000].join(",")
+        );
+        let past = Clock::until(Instant::now());
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        assert_eq!(
+            read(ListKind::Tools, zeros.as_bytes(), AT, &past).unwrap_err(),
+            CrawlError::Timeout { phase: "deadline" }
+        );
+        assert!(read_(ListKind::Tools, zeros.as_bytes(), AT).is_ok());
+    }
+
+    #[test]
     fn nesting_is_bounded() {
         let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
         assert!(canon(&ok).is_ok());
@@ -814,7 +974,7 @@ mod tests {
     fn tool_of(v: &Value) -> Result<Tool, CrawlError> {
         let raw = serde_json::to_string(v).unwrap();
         let raw: &RawValue = serde_json::from_str(&raw).unwrap();
-        tool(raw, 0)
+        tool(raw, 0, &Clock::unbounded())
     }
 
     /// Catalogs crawled before the streaming reader keep their digests: no upgrade shows
@@ -948,9 +1108,13 @@ mod tests {
         ] {
             let raw = serde_json::to_string(&v).unwrap();
             let raw: &RawValue = serde_json::from_str(&raw).unwrap();
-            let e = tool(raw, 3).unwrap_err();
+            let e = tool(raw, 3, &Clock::unbounded()).unwrap_err();
             assert!(e.to_string().contains("tool #3"), "{e}");
         }
+    }
+
+    fn read_(kind: ListKind, body: &[u8], at: Position) -> Result<Reply, CrawlError> {
+        read(kind, body, at, &Clock::unbounded())
     }
 
     fn body(result: Value) -> Vec<u8> {
@@ -967,7 +1131,7 @@ mod tests {
         let b = body(
             json!({"tools": [{"name": "a", "inputSchema": {}}], "nextCursor": "n", "_meta": {"x": [1]}}),
         );
-        let Reply::Page(p) = read(ListKind::Tools, &b, AT).unwrap() else {
+        let Reply::Page(p) = read_(ListKind::Tools, &b, AT).unwrap() else {
             panic!()
         };
         assert_eq!(p.tools.len(), 1);
@@ -977,7 +1141,7 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(
-            read(ListKind::Resources, &b, AT).unwrap(),
+            read_(ListKind::Resources, &b, AT).unwrap(),
             Reply::MethodNotFound
         ));
     }
@@ -999,7 +1163,7 @@ mod tests {
             max_tools: 10,
         };
         assert_eq!(
-            read(ListKind::Tools, big.as_bytes(), at).unwrap_err(),
+            read_(ListKind::Tools, big.as_bytes(), at).unwrap_err(),
             CrawlError::OverCap {
                 cap: Cap::MaxTools,
                 limit: 10
@@ -1014,14 +1178,14 @@ mod tests {
             max_tools: 10,
         };
         assert_eq!(
-            read(ListKind::Tools, &b, at).unwrap_err().reason(),
+            read_(ListKind::Tools, &b, at).unwrap_err().reason(),
             "OverCap"
         );
         let at = Position {
             before: 8,
             max_tools: 10,
         };
-        assert!(read(ListKind::Tools, &b, at).is_ok());
+        assert!(read_(ListKind::Tools, &b, at).is_ok());
     }
 
     #[test]
@@ -1034,11 +1198,11 @@ mod tests {
             json!({"tools": [{"name": "t"}]}),
             json!([]),
         ] {
-            let e = read(ListKind::Tools, &body(page.clone()), AT).unwrap_err();
+            let e = read_(ListKind::Tools, &body(page.clone()), AT).unwrap_err();
             assert_eq!(e.reason(), "ProtocolError", "{page}: {e}");
         }
         assert!(
-            read(
+            read_(
                 ListKind::Tools,
                 &body(json!({"tools": [], "resultType": "complete"})),
                 AT
@@ -1052,7 +1216,7 @@ mod tests {
             b"[1]",
         ] {
             assert_eq!(
-                read(ListKind::Tools, bad, AT).unwrap_err().reason(),
+                read_(ListKind::Tools, bad, AT).unwrap_err().reason(),
                 "ProtocolError"
             );
         }
@@ -1062,7 +1226,7 @@ mod tests {
             "[".repeat(100_000),
             "]".repeat(100_000)
         );
-        let e = read(ListKind::Tools, deep.as_bytes(), AT).unwrap_err();
+        let e = read_(ListKind::Tools, deep.as_bytes(), AT).unwrap_err();
         assert_eq!(e.reason(), "ProtocolError");
         assert!(
             e.to_string().contains("nested deeper than 64 levels"),
@@ -1074,7 +1238,7 @@ mod tests {
             &json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": huge}}),
         )
         .unwrap();
-        let e = read(ListKind::Tools, &b, AT).unwrap_err();
+        let e = read_(ListKind::Tools, &b, AT).unwrap_err();
         assert_eq!(e.reason(), "RpcError");
         let m = e.to_string();
         assert!(

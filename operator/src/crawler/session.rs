@@ -338,9 +338,12 @@ impl Session {
             (Some(Ok(body)), _) => {
                 let bytes = body.len();
                 // Parsing a large page is CPU work: off the async workers.
-                let reply = tokio::task::spawn_blocking(move || page::read(kind, &body, at))
-                    .await
-                    .map_err(|e| CrawlError::Protocol(format!("{phase}: {e}")))??;
+                let deadline = self.deadline;
+                let reply = tokio::task::spawn_blocking(move || {
+                    page::read(kind, &body, at, &page::Clock::until(deadline))
+                })
+                .await
+                .map_err(|e| CrawlError::Protocol(format!("{phase}: {e}")))??;
                 Ok((reply, bytes))
             }
             (Some(Err(e)), _) => Err(e),
