@@ -923,19 +923,24 @@ async fn an_oversized_event_is_over_max_bytes_on_both_transports() {
         ..Behavior::default()
     })
     .await;
-    for (path, transport) in BOTH {
-        let mut t = target(format!("http://{addr}/{path}"), transport);
-        t.max_bytes = 1 << 20;
-        let e = crawl(&t, &LOOPBACK).await.unwrap_err();
-        assert_eq!(
-            e,
-            CrawlError::OverCap {
-                cap: Cap::MaxBytes,
-                limit: 1 << 20
-            },
-            "{path}"
-        );
-        assert!(e.to_string().contains("maxBytes (1048576 bytes)"), "{e}");
+    // 64 KiB: far under the event (the old client's own event limit, 4 x maxBytes but at
+    // least 1 MiB, broke the stream first); 1 MiB: within that limit.
+    for max_bytes in [64 << 10, 1 << 20] {
+        for (path, transport) in BOTH {
+            let mut t = target(format!("http://{addr}/{path}"), transport);
+            t.max_bytes = max_bytes;
+            let e = crawl(&t, &LOOPBACK).await.unwrap_err();
+            assert_eq!(
+                e,
+                CrawlError::OverCap {
+                    cap: Cap::MaxBytes,
+                    limit: max_bytes
+                },
+                "{path} {max_bytes}: {e}"
+            );
+            let said = format!("maxBytes ({max_bytes} bytes)");
+            assert!(e.to_string().contains(&said), "{e}");
+        }
     }
 }
 
