@@ -972,6 +972,26 @@ async fn an_oversized_handshake_is_over_the_message_limit() {
             );
         }
     }
+    // The SSE transport's endpoint event too (it was reported against four times
+    // maxBytes).
+    let (addr, _) = start(Behavior {
+        sse_endpoint: Some(format!("/message?pad={}", "p".repeat(MESSAGE_LIMIT))),
+        ..Behavior::default()
+    })
+    .await;
+    let e = crawl(
+        &target(format!("http://{addr}/sse"), Transport::Sse),
+        &LOOPBACK,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        e,
+        CrawlError::OverCap {
+            cap: Cap::Message,
+            limit: MESSAGE_LIMIT
+        }
+    );
     // Under the limit, a long handshake is fine.
     let (addr, _) = start(Behavior {
         init_padding: 100_000,
