@@ -6,9 +6,10 @@
 //! from the body (`RawValue`), one item at a time; the tool count is checked as each item
 //! is read, so a page of 400,000 tools stops at the first one over `maxTools`. A tool's
 //! input and output schemas are not kept at all: the contract digest is computed from
-//! their bytes by a streaming canonicaliser (objects sorted through a table of 16-byte
+//! their bytes by a streaming canonicaliser (objects sorted through a table of 8-byte
 //! offsets, arrays never held, nesting bounded by [`MAX_DEPTH`]), so a schema costs at
-//! most about three times its own size while it is digested, and nothing afterwards.
+//! most 1.6 times its own size while it is digested, and nothing afterwards. Reading
+//! watches the crawl's deadline ([`Clock`]): it runs off the async workers.
 //!
 //! Strings kept for display (titles, descriptions, names of resources) are escaped and
 //! bounded ([`super::untrusted`]); the digest covers them as the server sent them.

@@ -6,7 +6,7 @@
 //! start with ESC, U+001B, or CSI, U+009B; a CR overwrites the line, a BEL rings), the
 //! bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069, U+200E, U+200F,
 //! U+061C: "Trojan Source" reordering) and the Unicode line and paragraph separators.
-//! A single line ([`line`]) escapes newlines and tabs too, so one value cannot forge a
+//! A single line ([`line()`]) escapes newlines and tabs too, so one value cannot forge a
 //! second log line; free text ([`text`]) keeps them. Over the bound the value is cut on a
 //! character boundary and ends with a marker saying how many bytes were left out.
 //!
@@ -36,11 +36,6 @@ pub fn line(s: &str, max: usize) -> String {
 /// `s` as free text of at most `max` bytes: newlines and tabs kept.
 pub fn text(s: &str, max: usize) -> String {
     clean(s, max, false)
-}
-
-/// Whether [`line`] would return `s` unchanged (no escape, no cut).
-pub fn is_clean_line(s: &str, max: usize) -> bool {
-    s.len() <= max && !s.chars().any(|c| c == '\n' || c == '\t' || is_unsafe(c))
 }
 
 fn clean(s: &str, max: usize, one_line: bool) -> String {
@@ -97,8 +92,6 @@ mod tests {
     fn clean_text_is_unchanged() {
         assert_eq!(line("hello, world: é ✓", 100), "hello, world: é ✓");
         assert_eq!(text("two\nlines\tand a tab", 100), "two\nlines\tand a tab");
-        assert!(is_clean_line("plain", 5));
-        assert!(!is_clean_line("plain", 4));
     }
 
     #[test]
