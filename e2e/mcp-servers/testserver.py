@@ -10,6 +10,10 @@ Built on the low-level `mcp.server.Server` (not `MCPServer`, the 2.x name of
 FastMCP) because the tests need control over tools/list that the high-level
 API does not give: cursors, broken cursors, hangs, lists read from a file.
 
+`--hostile MODE` makes tools/list on /mcp misbehave the way a hostile server
+would (a page far over any cap, a huge error message full of escape bytes,
+nesting deeper than any parser allows); everything else stays the SDK's.
+
 Run it with the venv that install.sh builds:
     "$CACHE/mcp-servers/venv/bin/python" testserver.py --port 0 --tools 5
 """
@@ -35,6 +39,11 @@ from mcp.shared.exceptions import MCPError
 from starlette.routing import Mount, Route
 
 REALM = "mcpgov-test"
+HOSTILE_MODES = ("huge-list", "huge-error", "deep-json", "escapes")
+# Escape bytes a hostile server hides in strings: ANSI colour and screen
+# clearing, a bell, a carriage return that overwrites the line, a fake log
+# line after a newline, and a right-to-left override.
+EVIL = "\x1b[31mRED\x1b[0m\x1b[2J\x07\rfake\nlevel=error msg=forged\u202egnp.exe"
 REPEAT_CURSOR = "repeat-forever"
 PADDING = "lorem ipsum dolor sit amet "
 
@@ -68,6 +77,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--stateless", action="store_true", help="streamable HTTP without sessions")
     p.add_argument("--json-response", action="store_true",
                    help="streamable HTTP answers with application/json instead of an SSE stream")
+    p.add_argument("--hostile", choices=HOSTILE_MODES, metavar="MODE",
+                   help="tools/list on /mcp answers like a hostile server: " + ", ".join(HOSTILE_MODES))
+    p.add_argument("--hostile-tools", type=int, default=400_000, metavar="N",
+                   help="huge-list: tools in the one page (default 400000, about 15 MB)")
+    p.add_argument("--hostile-bytes", type=int, default=2 * 1024 * 1024, metavar="BYTES",
+                   help="huge-error: size of the error message (default 2 MiB)")
+    p.add_argument("--hostile-depth", type=int, default=100_000, metavar="N",
+                   help="deep-json: nesting depth of the input schema (default 100000)")
+    p.add_argument("--hostile-sse", action="store_true",
+                   help="send the hostile answer as one SSE event instead of a JSON body")
     args = p.parse_args(argv)
     if args.tools < 0 or args.page_size < 0 or args.big_descriptions < 0:
         p.error("--tools, --page-size and --big-descriptions must not be negative")
@@ -374,6 +393,92 @@ class BearerGate:
         await send({"type": "http.response.body", "body": body})
 
 
+class Hostile:
+    """ASGI middleware: `tools/list` POSTed to /mcp gets a hostile answer
+    (`--hostile MODE`); every other request goes to the SDK unchanged.
+
+    huge-list   one page of --hostile-tools minimal tools (400000: ~15 MB)
+    huge-error  a JSON-RPC error whose message is --hostile-bytes long and
+                full of escape bytes
+    deep-json   a tool whose inputSchema nests --hostile-depth arrays
+    escapes     60 tools whose titles, descriptions and annotation titles carry
+                escape bytes, with 4 KiB descriptions (over the status budget)
+
+    The body is built once and sent in 1 MiB chunks, so a client that gives
+    up early stops the transfer.
+    """
+
+    CHUNK = 1 << 20
+
+    def __init__(self, app: Any, args: argparse.Namespace):
+        self.app = app
+        self.mode = args.hostile
+        self.sse = args.hostile_sse
+        if self.mode == "huge-list":
+            items = ",".join('{"name":"t%06d","inputSchema":{}}' % i for i in range(args.hostile_tools))
+            self.result = ('{"tools":[' + items + "]}").encode()
+        elif self.mode == "huge-error":
+            unit = EVIL + " "
+            message = (unit * (args.hostile_bytes // len(unit.encode()) + 1))[: args.hostile_bytes]
+            self.error = json.dumps({"code": -32603, "message": message}).encode()
+        elif self.mode == "deep-json":
+            depth = args.hostile_depth
+            schema = "[" * depth + "]" * depth
+            self.result = ('{"tools":[{"name":"deep","inputSchema":{"type":"object","x":' + schema + "}}]}").encode()
+        else:
+            desc = pad(f"A tool that {EVIL} misbehaves.", 4096)
+            tools = [{"name": f"evil_{i:02d}", "title": f"Evil {i} {EVIL}", "description": desc,
+                      "inputSchema": {"type": "object"},
+                      "annotations": {"title": f"{EVIL} {i}", "readOnlyHint": True}} for i in range(60)]
+            self.result = json.dumps({"tools": tools}).encode()
+
+    def body_for(self, request_id: Any) -> bytes:
+        head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id).encode()
+        if self.mode == "huge-error":
+            return head + b',"error":' + self.error + b"}"
+        return head + b',"result":' + self.result + b"}"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"].rstrip("/") != "/mcp":
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if isinstance(request, dict) and request.get("method") == "tools/list" and "id" in request:
+            await self.answer(request["id"], send)
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def answer(self, request_id: Any, send: Any) -> None:
+        payload = self.body_for(request_id)
+        if self.sse:
+            payload = b"event: message\ndata: " + payload + b"\n\n"
+        content_type = b"text/event-stream" if self.sse else b"application/json"
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", content_type),
+                                (b"content-length", str(len(payload)).encode())]})
+        for start in range(0, len(payload), self.CHUNK):
+            end = start + self.CHUNK
+            await send({"type": "http.response.body", "body": payload[start:end],
+                        "more_body": end < len(payload)})
+
+
 def build_app(args: argparse.Namespace, notifier: ChangeNotifier | None = None) -> Any:
     server = build_server(args, notifier)
     security = TransportSecuritySettings(
@@ -393,6 +498,8 @@ def build_app(args: argparse.Namespace, notifier: ChangeNotifier | None = None) 
         transport_security=security,
         custom_starlette_routes=routes,
     )
+    if args.hostile:
+        app = Hostile(app, args)
     return BearerGate(app, args.auth_token) if args.auth_token else app
 
 

@@ -236,12 +236,41 @@ impl Drop for Operator {
     }
 }
 
-fn log_file(namespace: &str) -> Stdio {
-    let dir = std::env::var_os("MCPGOV_E2E_LOGS")
+/// A process's memory from `/proc/PID/status`, in KiB: resident now (`VmRSS`) and the
+/// highest it has been (`VmHWM`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Memory {
+    pub rss_kib: u64,
+    pub hwm_kib: u64,
+}
+
+pub fn proc_memory(pid: u32) -> Option<Memory> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        s.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+    };
+    Some(Memory {
+        rss_kib: field("VmRSS")?,
+        hwm_kib: field("VmHWM")?,
+    })
+}
+
+/// The operator's log file (`$MCPGOV_E2E_LOGS/operator-<namespace>.log`).
+pub fn log_path(namespace: &str) -> PathBuf {
+    std::env::var_os("MCPGOV_E2E_LOGS")
         .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
-    let _ = std::fs::create_dir_all(&dir);
-    std::fs::File::create(dir.join(format!("operator-{namespace}.log")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("operator-{namespace}.log"))
+}
+
+fn log_file(namespace: &str) -> Stdio {
+    let path = log_path(namespace);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    std::fs::File::create(path)
         .map(Stdio::from)
         .unwrap_or_else(|_| Stdio::null())
 }

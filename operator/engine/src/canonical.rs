@@ -50,11 +50,55 @@ fn write_scalar(v: &Value, out: &mut Vec<u8>) {
 
 /// `sha256:<hex>` of some bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    hex(&Sha256::digest(bytes))
+}
+
+/// A writer that hashes what is written to it: canonical JSON produced piece by piece
+/// (as the crawler does, straight from a server's bytes) gets the digest
+/// [`sha256_hex`] would give the whole, without holding the whole.
+#[derive(Default)]
+pub struct DigestWriter {
+    hasher: Sha256,
+    len: usize,
+}
+
+impl DigestWriter {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `sha256:<hex>` of everything written.
+    pub fn finish(self) -> String {
+        hex(&self.hasher.finalize())
+    }
+}
+
+impl std::io::Write for DigestWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.hasher.update(buf);
+        self.len += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn hex(digest: &[u8]) -> String {
     let mut s = String::with_capacity(7 + 64);
     s.push_str("sha256:");
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for b in digest.iter() {
+    for b in digest {
         s.push(HEX[usize::from(b >> 4)] as char);
         s.push(HEX[usize::from(b & 15)] as char);
     }
@@ -83,6 +127,18 @@ mod tests {
         let v = json!({"b": 1, "a": {"z": [1, {"y": 2, "x": "é\n"}], "c": null}});
         let s = String::from_utf8(to_canonical_json(&v)).unwrap();
         assert_eq!(s, r#"{"a":{"c":null,"z":[1,{"x":"é\n","y":2}]},"b":1}"#);
+    }
+
+    #[test]
+    fn a_digest_written_in_pieces_is_the_digest_of_the_whole() {
+        use std::io::Write;
+        let whole = to_canonical_json(&json!({"b": [1, 2], "a": "x"}));
+        let mut w = DigestWriter::new();
+        for piece in whole.chunks(3) {
+            w.write_all(piece).unwrap();
+        }
+        assert_eq!(w.len(), whole.len());
+        assert_eq!(w.finish(), sha256_hex(&whole));
     }
 
     #[test]

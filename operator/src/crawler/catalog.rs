@@ -1,18 +1,20 @@
 //! The retained catalog: tools, resources and resource templates as the crawler keeps
-//! them, read from the listed JSON, and their digests.
+//! them (read by `page`), and the catalog digest.
 //!
 //! A tool's contract digest is `sha256:` over the canonical JSON (sorted keys, no
 //! whitespace) of `{name, title, description, inputSchema, outputSchema, annotations}`,
-//! with absent fields left out rather than written as `null`, and `annotations` left out
-//! when it holds no known hint: a server that sends `"title": null` or `"annotations": {}`
-//! has the same contract as one that omits them. Only the five known annotation fields
-//! count. The catalog digest covers each tool's name and contract digest plus the
-//! resources and templates, all sorted, so it changes exactly when the catalog does.
+//! as the server sent them, with absent fields left out rather than written as `null`,
+//! and `annotations` left out when it holds no known hint: a server that sends
+//! `"title": null` or `"annotations": {}` has the same contract as one that omits them.
+//! Only the five known annotation fields count. The schemas themselves are not kept:
+//! nothing downstream reads them, and they are the bulk of a catalog. The catalog digest
+//! covers each tool's name and contract digest plus the resources and templates, all
+//! sorted, so it changes exactly when the catalog does.
 
 use super::CrawlError;
 use mcpgov_engine::canonical::digest_of;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// What the handshake settled, recorded in the catalog.
 #[derive(Clone, Debug)]
@@ -43,13 +45,15 @@ pub struct Catalog {
     /// Listing methods the server does not offer: not declared in its capabilities, or
     /// answered with method-not-found (-32601).
     pub not_implemented: Vec<String>,
-    /// Serialized size of the retained tools, resources and templates.
+    /// Bytes of list responses read (what `maxBytes` bounds).
     pub bytes: usize,
     pub catalog_digest: String,
     /// List requests made, all lists together.
     pub pages: usize,
 }
 
+/// A tool as kept: its name as the server sent it; title, description and annotation
+/// title escaped and bounded for display; the digest of its whole contract.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
@@ -58,9 +62,6 @@ pub struct Tool {
     pub title: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    pub input_schema: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
     #[serde(skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
     pub contract_digest: String,
@@ -114,137 +115,6 @@ pub(crate) struct Listed {
     pub not_implemented: Vec<String>,
     pub bytes: usize,
     pub pages: usize,
-}
-
-fn bad(what: &str, index: usize, msg: &str) -> CrawlError {
-    CrawlError::Protocol(format!("{what} #{index}: {msg}"))
-}
-
-fn opt_string(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("{key} is not a string")),
-    }
-}
-
-fn opt_bool(obj: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(format!("{key} is not a boolean")),
-    }
-}
-
-fn opt_object(obj: &Map<String, Value>, key: &str) -> Result<Option<Value>, String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
-        Some(_) => Err(format!("{key} is not an object")),
-    }
-}
-
-fn required_string(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
-    match opt_string(obj, key)? {
-        Some(s) if !s.is_empty() => Ok(s),
-        _ => Err(format!("{key} is missing or empty")),
-    }
-}
-
-/// The digest of a tool's contract; see the module comment for what it covers.
-pub(crate) fn contract_digest(
-    name: &str,
-    title: Option<&str>,
-    description: Option<&str>,
-    input_schema: &Value,
-    output_schema: Option<&Value>,
-    annotations: &Annotations,
-) -> String {
-    let mut contract = Map::new();
-    contract.insert("name".into(), json!(name));
-    if let Some(t) = title {
-        contract.insert("title".into(), json!(t));
-    }
-    if let Some(d) = description {
-        contract.insert("description".into(), json!(d));
-    }
-    contract.insert("inputSchema".into(), input_schema.clone());
-    if let Some(o) = output_schema {
-        contract.insert("outputSchema".into(), o.clone());
-    }
-    if !annotations.is_empty() {
-        contract.insert("annotations".into(), json!(annotations));
-    }
-    digest_of(&Value::Object(contract))
-}
-
-/// One `tools/list` item as the crawler retains it.
-pub(crate) fn tool_from_json(v: &Value, index: usize) -> Result<Tool, CrawlError> {
-    let read = || -> Result<Tool, String> {
-        let obj = v.as_object().ok_or("not an object")?;
-        let name = required_string(obj, "name")?;
-        let title = opt_string(obj, "title")?;
-        let description = opt_string(obj, "description")?;
-        let input_schema = opt_object(obj, "inputSchema")?.ok_or("inputSchema is missing")?;
-        let output_schema = opt_object(obj, "outputSchema")?;
-        let annotations = match opt_object(obj, "annotations")? {
-            None => Annotations::default(),
-            Some(Value::Object(a)) => Annotations {
-                title: opt_string(&a, "title")?,
-                read_only_hint: opt_bool(&a, "readOnlyHint")?,
-                destructive_hint: opt_bool(&a, "destructiveHint")?,
-                idempotent_hint: opt_bool(&a, "idempotentHint")?,
-                open_world_hint: opt_bool(&a, "openWorldHint")?,
-            },
-            Some(_) => unreachable!("opt_object returns objects"),
-        };
-        let contract_digest = contract_digest(
-            &name,
-            title.as_deref(),
-            description.as_deref(),
-            &input_schema,
-            output_schema.as_ref(),
-            &annotations,
-        );
-        Ok(Tool {
-            name,
-            title,
-            description,
-            input_schema,
-            output_schema,
-            annotations,
-            contract_digest,
-        })
-    };
-    read().map_err(|m| bad("tool", index, &m))
-}
-
-pub(crate) fn resource_from_json(v: &Value, index: usize) -> Result<Resource, CrawlError> {
-    let read = || -> Result<Resource, String> {
-        let obj = v.as_object().ok_or("not an object")?;
-        Ok(Resource {
-            uri: required_string(obj, "uri")?,
-            name: opt_string(obj, "name")?,
-            mime_type: opt_string(obj, "mimeType")?,
-        })
-    };
-    read().map_err(|m| bad("resource", index, &m))
-}
-
-pub(crate) fn template_from_json(v: &Value, index: usize) -> Result<ResourceTemplate, CrawlError> {
-    let read = || -> Result<ResourceTemplate, String> {
-        let obj = v.as_object().ok_or("not an object")?;
-        Ok(ResourceTemplate {
-            uri_template: required_string(obj, "uriTemplate")?,
-            name: opt_string(obj, "name")?,
-        })
-    };
-    read().map_err(|m| bad("resource template", index, &m))
-}
-
-/// Serialized size of one retained item, the unit of `maxBytes`.
-pub(crate) fn retained_bytes<T: Serialize>(item: &T) -> usize {
-    serde_json::to_vec(item).map(|v| v.len()).unwrap_or(0)
 }
 
 /// Digest of the whole catalog; inputs must already be sorted.
@@ -301,87 +171,11 @@ pub(crate) fn finish(agreed: Agreed, mut listed: Listed) -> Result<Catalog, Craw
 mod tests {
     use super::*;
 
-    fn tool(v: Value) -> Tool {
-        tool_from_json(&v, 0).unwrap()
-    }
-
-    #[test]
-    fn same_tool_same_digest_whatever_the_key_order() {
-        let a = tool(json!({
-            "name": "search",
-            "description": "Search things",
-            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]},
-            "annotations": {"readOnlyHint": true, "openWorldHint": false}
-        }));
-        let b = tool(json!({
-            "annotations": {"openWorldHint": false, "readOnlyHint": true},
-            "inputSchema": {"required": ["q"], "properties": {"n": {"type": "integer"}, "q": {"type": "string"}}, "type": "object"},
-            "description": "Search things",
-            "name": "search"
-        }));
-        assert_eq!(a.contract_digest, b.contract_digest);
-        assert!(a.contract_digest.starts_with("sha256:"));
-        assert_eq!(a.contract_digest.len(), 7 + 64);
-        // Recomputing gives the same value: the digest is a pure function of the contract.
-        assert_eq!(tool(json!({
-            "name": "search",
-            "description": "Search things",
-            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]},
-            "annotations": {"readOnlyHint": true, "openWorldHint": false}
-        })).contract_digest, a.contract_digest);
-    }
-
-    #[test]
-    fn null_empty_and_absent_are_the_same_contract() {
-        let a = tool(json!({"name": "t", "inputSchema": {"type": "object"}}));
-        let b = tool(
-            json!({"name": "t", "title": null, "inputSchema": {"type": "object"},
-            "annotations": {}, "outputSchema": null, "_meta": {"x": 1}, "icons": []}),
-        );
-        assert_eq!(a.contract_digest, b.contract_digest);
-    }
-
-    #[test]
-    fn every_contract_field_changes_the_digest() {
-        let base = json!({"name": "t", "title": "T", "description": "d",
-            "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"},
-            "annotations": {"title": "A", "readOnlyHint": true, "destructiveHint": false,
-                "idempotentHint": true, "openWorldHint": false}});
-        let d0 = tool(base.clone()).contract_digest;
-        let changes: Vec<(&str, Value)> = vec![
-            ("/name", json!("u")),
-            ("/title", json!("T2")),
-            ("/description", json!("d2")),
-            ("/inputSchema", json!({"type": "object", "properties": {}})),
-            ("/outputSchema", json!({"type": "string"})),
-            ("/annotations/title", json!("B")),
-            ("/annotations/readOnlyHint", json!(false)),
-            ("/annotations/destructiveHint", json!(true)),
-            ("/annotations/idempotentHint", json!(false)),
-            ("/annotations/openWorldHint", json!(true)),
-        ];
-        for (path, value) in changes {
-            let mut v = base.clone();
-            *v.pointer_mut(path).unwrap() = value;
-            assert_ne!(tool(v).contract_digest, d0, "{path}");
-        }
-    }
-
-    #[test]
-    fn malformed_items_are_protocol_errors() {
-        for v in [
-            json!("x"),
-            json!({"inputSchema": {}}),
-            json!({"name": "", "inputSchema": {}}),
-            json!({"name": "t"}),
-            json!({"name": "t", "inputSchema": []}),
-            json!({"name": "t", "inputSchema": {}, "annotations": {"readOnlyHint": "yes"}}),
-        ] {
-            let e = tool_from_json(&v, 3).unwrap_err();
-            assert!(e.to_string().contains("tool #3"), "{e}");
-        }
-        assert!(resource_from_json(&json!({"name": "n"}), 0).is_err());
-        assert!(template_from_json(&json!({"uri": "x"}), 0).is_err());
+    fn tool(name: &str) -> Tool {
+        let raw = serde_json::to_string(&json!({"name": name, "inputSchema": {"type": "object"}}))
+            .unwrap();
+        let raw: &serde_json::value::RawValue = serde_json::from_str(&raw).unwrap();
+        super::super::page::tool(raw, 0, &super::super::page::Clock::unbounded()).unwrap()
     }
 
     #[test]
@@ -392,7 +186,7 @@ mod tests {
             server_version: None,
             client_capabilities: json!({}),
         };
-        let t = |n: &str| tool(json!({"name": n, "inputSchema": {"type": "object"}}));
+        let t = tool;
         let r = |u: &str| Resource {
             uri: u.into(),
             name: None,

@@ -16,6 +16,7 @@
 //! practice (servers forget them, streams drop silently), so a watch only brings a
 //! re-list forward: the scheduled re-list is what keeps catalogs fresh.
 
+use super::untrusted;
 use rmcp::ClientHandler;
 use rmcp::model::{ClientConfig, ServerNotification};
 use rmcp::service::{NotificationContext, RoleClient, RunningService, Subscription};
@@ -147,10 +148,12 @@ async fn watch(
                 Ok(Some(n)) if is_list_changed(&n) => return WatchEnd::ListChanged,
                 Ok(Some(_)) => {}
                 Ok(None) => {
-                    tracing::debug!(end = ?sub.end(), "list-changed subscription ended");
+                    let end = untrusted::line(&format!("{:?}", sub.end()), untrusted::MAX_MESSAGE);
+                    tracing::debug!(%end, "list-changed subscription ended");
                     return WatchEnd::Closed;
                 }
                 Err(e) => {
+                    let e = untrusted::line(&e.to_string(), untrusted::MAX_MESSAGE);
                     tracing::debug!(error = %e, "list-changed subscription failed");
                     return WatchEnd::Closed;
                 }

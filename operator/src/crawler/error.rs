@@ -2,8 +2,12 @@
 //! the layered errors of rmcp, reqwest and our own transports onto it.
 //!
 //! Messages are built from error chains that never carry request headers, so a header
-//! value read from a Secret cannot reach a status condition or a log.
+//! value read from a Secret cannot reach a status condition or a log. Whatever part of a
+//! message the server chose (an error message, a challenge, a redirect target, a parser's
+//! quote of the input) is bounded and escaped by `Display` (see [`super::untrusted`]): a
+//! message is one line of at most [`MAX_MESSAGE`] bytes, wherever it is shown.
 
+use super::untrusted::{self, MAX_MESSAGE};
 use rmcp::ServiceError;
 use rmcp::service::ClientInitializeError;
 use rmcp::transport::DynamicTransportError;
@@ -12,6 +16,28 @@ use rmcp::transport::streamable_http_client::{
 };
 use std::error::Error as StdError;
 use std::fmt;
+
+/// Which limit a crawl went over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cap {
+    /// `spec.crawl.maxTools`: tools across every page of `tools/list`.
+    MaxTools,
+    /// `spec.crawl.maxBytes`: bytes of list responses read, every page of every list.
+    MaxBytes,
+    /// The fixed bound on any other message (handshake results, notifications, errors).
+    Message,
+}
+
+impl Cap {
+    /// How the limit is named in messages: the spec field, or what the fixed one bounds.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cap::MaxTools => "maxTools",
+            Cap::MaxBytes => "maxBytes",
+            Cap::Message => "the message size limit",
+        }
+    }
+}
 
 /// Why a crawl failed. A failed crawl yields no catalog at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +51,10 @@ pub enum CrawlError {
     Redirect {
         to: String,
     },
+    /// No connection: DNS, TCP or TLS failed, or the URL cannot be used.
     Connect(String),
+    /// Connected, but the server closed the connection or the stream before it answered.
+    Closed(String),
     Timeout {
         phase: &'static str,
     },
@@ -37,16 +66,25 @@ pub enum CrawlError {
     Http {
         status: u16,
     },
-    /// `cap` is `"maxTools"` or `"maxBytes"`.
+    /// Over a limit, reported with the limit that was configured (or the fixed one).
     OverCap {
-        cap: &'static str,
+        cap: Cap,
         limit: usize,
     },
     RepeatedCursor,
     TooManyPages {
         limit: usize,
     },
+    /// The server did not speak MCP as expected: malformed or too deeply nested JSON,
+    /// a wrong content type, a result of the wrong shape, an unknown protocol version.
     Protocol(String),
+    /// The server answered a request with a JSON-RPC error (other than "method not
+    /// found" on an optional list, which is normal).
+    Rpc {
+        phase: &'static str,
+        code: i64,
+        message: String,
+    },
 }
 
 impl CrawlError {
@@ -56,6 +94,7 @@ impl CrawlError {
             CrawlError::Refused { .. } => "AddressRefused",
             CrawlError::Redirect { .. } => "RedirectRefused",
             CrawlError::Connect(_) => "ConnectFailed",
+            CrawlError::Closed(_) => "ConnectionClosed",
             CrawlError::Timeout { .. } => "Timeout",
             CrawlError::Unauthorized { .. } => "Unauthorized",
             CrawlError::Http { .. } => "HttpError",
@@ -63,44 +102,78 @@ impl CrawlError {
             CrawlError::RepeatedCursor => "RepeatedCursor",
             CrawlError::TooManyPages { .. } => "TooManyPages",
             CrawlError::Protocol(_) => "ProtocolError",
+            CrawlError::Rpc { .. } => "RpcError",
+        }
+    }
+
+    /// A JSON-RPC error from the server; its message is kept bounded.
+    pub(crate) fn rpc(phase: &'static str, code: i64, message: &str) -> CrawlError {
+        CrawlError::Rpc {
+            phase,
+            code,
+            message: untrusted::line(message, MAX_MESSAGE),
+        }
+    }
+
+    /// The message before it is bounded and escaped.
+    fn raw_message(&self) -> String {
+        match self {
+            CrawlError::Refused { address, why } => {
+                format!("refused to connect to {address}: {why} address")
+            }
+            CrawlError::Redirect { to } => {
+                format!("refused to follow the server to another origin: {to}")
+            }
+            CrawlError::Connect(msg) => format!("cannot reach the server: {msg}"),
+            CrawlError::Closed(msg) => format!("the server closed the connection: {msg}"),
+            CrawlError::Timeout { phase: "deadline" } => {
+                "the crawl did not finish within its deadline".to_owned()
+            }
+            CrawlError::Timeout { phase } => format!("timed out waiting for {phase}"),
+            CrawlError::Unauthorized {
+                status,
+                challenge: Some(c),
+            } => format!("the server answered HTTP {status}; it asks for: {c}"),
+            CrawlError::Unauthorized {
+                status,
+                challenge: None,
+            } => format!("the server answered HTTP {status} without a challenge"),
+            CrawlError::Http { status } => format!("the server answered HTTP {status}"),
+            CrawlError::OverCap {
+                cap: Cap::MaxTools,
+                limit,
+            } => format!("the server lists more than maxTools ({limit}) tools; nothing was kept"),
+            CrawlError::OverCap {
+                cap: Cap::MaxBytes,
+                limit,
+            } => format!(
+                "the list responses exceed maxBytes ({limit} bytes); reading stopped there and nothing was kept"
+            ),
+            CrawlError::OverCap {
+                cap: Cap::Message,
+                limit,
+            } => format!(
+                "a message from the server exceeds {limit} bytes, the limit for messages other than list pages; nothing was kept"
+            ),
+            CrawlError::RepeatedCursor => {
+                "the server repeated a pagination cursor (a paging loop)".to_owned()
+            }
+            CrawlError::TooManyPages { limit } => {
+                format!("a list did not end within {limit} pages")
+            }
+            CrawlError::Protocol(msg) => format!("protocol error: {msg}"),
+            CrawlError::Rpc {
+                phase,
+                code,
+                message,
+            } => format!("the server answered {phase} with error {code}: {message}"),
         }
     }
 }
 
 impl fmt::Display for CrawlError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CrawlError::Refused { address, why } => {
-                write!(f, "refused to connect to {address}: {why} address")
-            }
-            CrawlError::Redirect { to } => {
-                write!(f, "refused to follow the server to another origin: {to}")
-            }
-            CrawlError::Connect(msg) => write!(f, "cannot reach the server: {msg}"),
-            CrawlError::Timeout { phase: "deadline" } => {
-                write!(f, "the crawl did not finish within its deadline")
-            }
-            CrawlError::Timeout { phase } => write!(f, "timed out waiting for {phase}"),
-            CrawlError::Unauthorized {
-                status,
-                challenge: Some(c),
-            } => write!(f, "the server answered HTTP {status}; it asks for: {c}"),
-            CrawlError::Unauthorized {
-                status,
-                challenge: None,
-            } => write!(f, "the server answered HTTP {status} without a challenge"),
-            CrawlError::Http { status } => write!(f, "the server answered HTTP {status}"),
-            CrawlError::OverCap { cap, limit } => {
-                write!(f, "the catalog exceeds {cap} ({limit}); nothing was kept")
-            }
-            CrawlError::RepeatedCursor => {
-                write!(f, "the server repeated a pagination cursor (a paging loop)")
-            }
-            CrawlError::TooManyPages { limit } => {
-                write!(f, "a list did not end within {limit} pages")
-            }
-            CrawlError::Protocol(msg) => write!(f, "protocol error: {msg}"),
-        }
+        f.write_str(&untrusted::line(&self.raw_message(), MAX_MESSAGE))
     }
 }
 
@@ -120,21 +193,21 @@ impl fmt::Display for Carried {
 
 impl StdError for Carried {}
 
-/// The message of an error and its sources, with repeats dropped.
+/// The message of an error and its sources, with repeats dropped, bounded.
 pub(crate) fn chain_message(err: &(dyn StdError + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut cur = Some(err);
     while let Some(e) = cur {
         // rmcp's wrapper only adds the transport's Rust type name.
         if e.downcast_ref::<DynamicTransportError>().is_none() {
-            let s = e.to_string();
+            let s = untrusted::line(&e.to_string(), MAX_MESSAGE);
             if !parts.iter().any(|p| p.contains(&s)) {
                 parts.push(s);
             }
         }
         cur = e.source();
     }
-    parts.join(": ")
+    untrusted::line(&parts.join(": "), MAX_MESSAGE)
 }
 
 /// `HTTP 404 Not Found: …` as rmcp formats a non-JSON error response.
@@ -144,7 +217,7 @@ fn status_in_message(msg: &str) -> Option<u16> {
     code.parse().ok().filter(|c| (100..600).contains(c))
 }
 
-fn from_status(status: u16) -> CrawlError {
+pub(crate) fn from_status(status: u16) -> CrawlError {
     match status {
         401 | 403 => CrawlError::Unauthorized {
             status,
@@ -154,6 +227,21 @@ fn from_status(status: u16) -> CrawlError {
     }
 }
 
+/// A JSON parse failure: nesting past the parser's limit says so; anything else is
+/// malformed JSON. Both are protocol errors, never a connection problem.
+pub(crate) fn from_json(phase: &str, e: &serde_json::Error) -> CrawlError {
+    let msg = e.to_string();
+    if msg.contains("recursion limit") {
+        return CrawlError::Protocol(format!("{phase}: the JSON is nested too deeply ({msg})"));
+    }
+    CrawlError::Protocol(format!("{phase}: malformed JSON-RPC message: {msg}"))
+}
+
+/// What rmcp's bounded SSE reader says when an event is over its limit.
+fn event_too_large(msg: &str) -> bool {
+    msg.contains("exceeded the maximum size")
+}
+
 /// Map a transport-level error chain onto a [`CrawlError`]; `phase` names the request.
 pub(crate) fn classify_chain(err: &(dyn StdError + 'static), phase: &'static str) -> CrawlError {
     let mut cur = Some(err);
@@ -161,16 +249,21 @@ pub(crate) fn classify_chain(err: &(dyn StdError + 'static), phase: &'static str
         if let Some(Carried(c)) = e.downcast_ref::<Carried>() {
             return c.clone();
         }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && let Some(Carried(c)) = io.get_ref().and_then(|i| i.downcast_ref::<Carried>())
+        {
+            return c.clone();
+        }
         if let Some(a) = e.downcast_ref::<AuthRequiredError>() {
             return CrawlError::Unauthorized {
                 status: 401,
-                challenge: Some(a.www_authenticate_header.clone()),
+                challenge: Some(untrusted::line(&a.www_authenticate_header, MAX_MESSAGE)),
             };
         }
         if let Some(a) = e.downcast_ref::<InsufficientScopeError>() {
             return CrawlError::Unauthorized {
                 status: 403,
-                challenge: Some(a.www_authenticate_header.clone()),
+                challenge: Some(untrusted::line(&a.www_authenticate_header, MAX_MESSAGE)),
             };
         }
         if let Some(h) = e.downcast_ref::<HttpStatusError>() {
@@ -180,18 +273,39 @@ pub(crate) fn classify_chain(err: &(dyn StdError + 'static), phase: &'static str
             match s {
                 // Neither variant exposes its inner error as a source.
                 StreamableHttpError::Client(inner) => return classify_chain(inner, phase),
+                StreamableHttpError::Io(inner) => return classify_chain(inner, phase),
                 StreamableHttpError::HttpStatus(h) => return from_status(h.status),
                 StreamableHttpError::UnexpectedServerResponse(msg) => {
-                    if let Some(status) = status_in_message(msg) {
-                        return from_status(status);
-                    }
+                    return match status_in_message(msg) {
+                        Some(status) => from_status(status),
+                        None => CrawlError::Protocol(format!("{phase}: {msg}")),
+                    };
                 }
                 StreamableHttpError::SessionExpired => return CrawlError::Http { status: 404 },
+                // Only messages other than list pages are read by rmcp: list pages are
+                // read by our own client (`http`), against maxBytes.
                 StreamableHttpError::ResponseBodyTooLarge { max_size } => {
                     return CrawlError::OverCap {
-                        cap: "maxBytes",
+                        cap: Cap::Message,
                         limit: *max_size,
                     };
+                }
+                StreamableHttpError::Sse(e) => {
+                    let msg = e.to_string();
+                    return if event_too_large(&msg) {
+                        // rmcp reads only messages other than list pages, and its event
+                        // limit is the message limit.
+                        CrawlError::OverCap {
+                            cap: Cap::Message,
+                            limit: super::tap::MESSAGE_LIMIT,
+                        }
+                    } else {
+                        CrawlError::Closed(format!("the event stream of {phase} broke: {msg}"))
+                    };
+                }
+                StreamableHttpError::UnexpectedEndOfStream
+                | StreamableHttpError::TransportChannelClosed => {
+                    return CrawlError::Closed(format!("during {phase}"));
                 }
                 StreamableHttpError::UnexpectedContentType(ct) => {
                     return CrawlError::Protocol(format!(
@@ -199,11 +313,12 @@ pub(crate) fn classify_chain(err: &(dyn StdError + 'static), phase: &'static str
                         ct.as_deref().unwrap_or("(none)")
                     ));
                 }
-                StreamableHttpError::Deserialize(e) => {
-                    return CrawlError::Protocol(format!("{phase}: {e}"));
-                }
+                StreamableHttpError::Deserialize(e) => return from_json(phase, e),
                 _ => {}
             }
+        }
+        if let Some(j) = e.downcast_ref::<serde_json::Error>() {
+            return from_json(phase, j);
         }
         if let Some(r) = e.downcast_ref::<reqwest::Error>() {
             // The resolver's and redirect policy's own errors sit below reqwest's.
@@ -224,6 +339,12 @@ pub(crate) fn classify_chain(err: &(dyn StdError + 'static), phase: &'static str
             if r.is_connect() {
                 return CrawlError::Connect(chain_message(e));
             }
+            if r.is_body() || r.is_decode() {
+                return CrawlError::Closed(format!(
+                    "the response to {phase} broke off: {}",
+                    chain_message(e)
+                ));
+            }
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>()
             && io.kind() == std::io::ErrorKind::TimedOut
@@ -235,39 +356,53 @@ pub(crate) fn classify_chain(err: &(dyn StdError + 'static), phase: &'static str
     CrawlError::Connect(chain_message(err))
 }
 
-/// Map a failed handshake.
+/// Map a failed handshake; `failure` is what our own transport recorded, if anything.
 pub(crate) fn from_init(err: &ClientInitializeError, failure: Option<CrawlError>) -> CrawlError {
     const PHASE: &str = "initialize";
+    if let Some(f) = failure {
+        return f;
+    }
     match err {
         ClientInitializeError::TransportError { error, .. } => classify_chain(error, PHASE),
-        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => {
-            from_init(fallback, failure)
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => from_init(fallback, None),
+        ClientInitializeError::ConnectionClosed(_) => {
+            CrawlError::Closed("during the handshake".into())
         }
-        ClientInitializeError::ConnectionClosed(_) => failure.unwrap_or_else(|| {
-            CrawlError::Connect("the server closed the connection during the handshake".into())
-        }),
-        ClientInitializeError::JsonRpcError(e) => {
-            CrawlError::Protocol(format!("initialize rejected: {} ({})", e.message, e.code.0))
-        }
+        ClientInitializeError::JsonRpcError(e) => from_error_data(PHASE, e),
         other => CrawlError::Protocol(format!("{PHASE}: {other}")),
     }
 }
 
-/// Map a failed request other than method-not-found, which callers handle first.
+/// A JSON-RPC error that reached rmcp: a response stream that rmcp saw break is its
+/// own error object (marked as such); anything else is the server's.
+fn from_error_data(phase: &'static str, e: &rmcp::model::ErrorData) -> CrawlError {
+    let closed = e
+        .data
+        .as_ref()
+        .and_then(|d| d.get("io.modelcontextprotocol/transportClosed"))
+        .is_some();
+    if closed {
+        return CrawlError::Closed(format!("the response stream of {phase} ended early"));
+    }
+    CrawlError::rpc(phase, i64::from(e.code.0), &e.message)
+}
+
+/// Map a failed request other than method-not-found, which callers handle first;
+/// `failure` is what our own transport recorded, if anything: the cause, where rmcp
+/// saw only a consequence (a closed channel, a broken stream).
 pub(crate) fn from_service(
     err: &ServiceError,
     phase: &'static str,
     failure: Option<CrawlError>,
 ) -> CrawlError {
+    if let Some(f) = failure {
+        return f;
+    }
     match err {
         ServiceError::TransportSend(e) => classify_chain(e, phase),
-        ServiceError::TransportClosed => failure.unwrap_or_else(|| {
-            CrawlError::Connect(format!("the connection closed during {phase}"))
-        }),
+        ServiceError::TransportClosed => CrawlError::Closed(format!("during {phase}")),
         ServiceError::Timeout { .. } => CrawlError::Timeout { phase },
-        ServiceError::McpError(e) => {
-            CrawlError::Protocol(format!("{phase}: {} ({})", e.message, e.code.0))
-        }
+        ServiceError::McpError(e) => from_error_data(phase, e),
         other => CrawlError::Protocol(format!("{phase}: {other}")),
     }
 }
@@ -294,12 +429,14 @@ mod tests {
             },
             CrawlError::Http { status: 500 },
             CrawlError::OverCap {
-                cap: "maxTools",
+                cap: Cap::MaxTools,
                 limit: 1,
             },
             CrawlError::RepeatedCursor,
             CrawlError::TooManyPages { limit: 3 },
             CrawlError::Protocol("x".into()),
+            CrawlError::Closed("x".into()),
+            CrawlError::rpc("tools/list", -32603, "x"),
         ];
         let reasons: std::collections::BTreeSet<_> = all.iter().map(|e| e.reason()).collect();
         assert_eq!(reasons.len(), all.len());
@@ -336,5 +473,126 @@ mod tests {
             classify_chain(&e, "tools/list"),
             CrawlError::Http { status: 502 }
         );
+    }
+
+    #[test]
+    fn over_cap_messages_name_the_configured_limit() {
+        let e = CrawlError::OverCap {
+            cap: Cap::MaxBytes,
+            limit: 4194304,
+        };
+        assert_eq!(e.reason(), "OverCap");
+        assert!(e.to_string().contains("maxBytes (4194304 bytes)"), "{e}");
+        let e = CrawlError::OverCap {
+            cap: Cap::MaxTools,
+            limit: 10000,
+        };
+        assert!(e.to_string().contains("maxTools (10000)"), "{e}");
+        let e = CrawlError::OverCap {
+            cap: Cap::Message,
+            limit: 262144,
+        };
+        assert!(e.to_string().contains("262144 bytes"), "{e}");
+        assert!(!e.to_string().contains("maxBytes"), "{e}");
+    }
+
+    /// Regression (issue 10, §7): a 2 MB JSON-RPC error message full of escape bytes
+    /// became a 2 MB condition message (refused by the API server) and raw escapes on a
+    /// terminal. Every message is now one escaped line of at most MAX_MESSAGE bytes.
+    #[test]
+    fn server_text_in_messages_is_bounded_and_escaped() {
+        let evil = "\u{1b}[31mRED\u{1b}[0m\u{7}\rfake\nlevel=error msg=forged\u{202e}x ";
+        let huge = evil.repeat(2 * 1024 * 1024 / evil.len() + 1);
+        for e in [
+            CrawlError::rpc("tools/list", -32603, &huge),
+            CrawlError::Protocol(huge.clone()),
+            CrawlError::Connect(huge.clone()),
+            CrawlError::Closed(huge.clone()),
+            CrawlError::Redirect { to: huge.clone() },
+            CrawlError::Unauthorized {
+                status: 401,
+                challenge: Some(huge.clone()),
+            },
+        ] {
+            let m = e.to_string();
+            assert!(m.len() <= MAX_MESSAGE, "{}: {} bytes", e.reason(), m.len());
+            assert!(
+                !m.chars().any(|c| c.is_control() || untrusted::is_unsafe(c)),
+                "{}: {m:?}",
+                e.reason()
+            );
+            assert!(m.contains("\\u{1b}[31mRED"), "{m}");
+        }
+        // The stored message of an RPC error is bounded too, not only its display.
+        let CrawlError::Rpc { message, .. } = CrawlError::rpc("initialize", 1, &huge) else {
+            unreachable!()
+        };
+        assert!(message.len() <= MAX_MESSAGE);
+    }
+
+    /// Regression (issue 10, §8): JSON nested past the parser's limit was reported as
+    /// "cannot reach the server" (ConnectFailed).
+    #[test]
+    fn unparsable_and_too_deep_json_are_protocol_errors() {
+        let deep = format!("{}{}", "[".repeat(1000), "]".repeat(1000));
+        let err = serde_json::from_str::<serde_json::Value>(&deep).unwrap_err();
+        let e = from_json("tools/list", &err);
+        assert_eq!(e.reason(), "ProtocolError");
+        assert!(e.to_string().contains("nested too deeply"), "{e}");
+        // As rmcp reports it: a body it could not parse.
+        let rmcp_err: StreamableHttpError<reqwest::Error> =
+            StreamableHttpError::UnexpectedServerResponse(
+                "failed to parse JSON-RPC message: recursion limit exceeded".into(),
+            );
+        let e = classify_chain(&rmcp_err, "initialize");
+        assert_eq!(e.reason(), "ProtocolError", "{e}");
+        let e = classify_chain(
+            &StreamableHttpError::<reqwest::Error>::UnexpectedServerResponse(
+                "HTTP 502 Bad Gateway: x".into(),
+            ),
+            "initialize",
+        );
+        assert_eq!(e, CrawlError::Http { status: 502 });
+        // A body over rmcp's limit is over the message limit, not maxBytes.
+        let e = classify_chain(
+            &StreamableHttpError::<reqwest::Error>::ResponseBodyTooLarge { max_size: 7 },
+            "initialize",
+        );
+        assert_eq!(
+            e,
+            CrawlError::OverCap {
+                cap: Cap::Message,
+                limit: 7
+            }
+        );
+    }
+
+    #[test]
+    fn a_cause_recorded_by_our_transport_wins_over_what_rmcp_saw() {
+        let cause = CrawlError::OverCap {
+            cap: Cap::MaxBytes,
+            limit: 9,
+        };
+        assert_eq!(
+            from_service(
+                &ServiceError::TransportClosed,
+                "tools/list",
+                Some(cause.clone())
+            ),
+            cause
+        );
+        assert_eq!(
+            from_service(&ServiceError::TransportClosed, "tools/list", None).reason(),
+            "ConnectionClosed"
+        );
+        let e = from_service(
+            &ServiceError::McpError(rmcp::model::ErrorData::internal_error("boom", None)),
+            "tools/list",
+            None,
+        );
+        assert_eq!(e.reason(), "RpcError");
+        assert!(e.to_string().contains("error -32603: boom"), "{e}");
+        let io = std::io::Error::other(Carried(cause.clone()));
+        assert_eq!(classify_chain(&io, "tools/list"), cause);
     }
 }

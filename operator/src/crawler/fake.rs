@@ -34,6 +34,19 @@ struct Behavior {
     /// Answer POSTs to the MCP path with a 307 to this location.
     redirect_to: Option<String>,
     tools_delay: Option<Duration>,
+    /// `tools/list` answered with this raw JSON as its result (huge or malformed pages).
+    raw_tools: Option<Arc<String>>,
+    /// `tools/list` answered with this JSON-RPC error.
+    tools_error: Option<(i64, String)>,
+    /// `initialize` answered with this JSON-RPC error.
+    init_error: Option<(i64, String)>,
+    /// `initialize` results carry `instructions` this long.
+    init_padding: usize,
+    /// `serverInfo` of `initialize`.
+    server_info: (String, String),
+    /// Streamable HTTP answers a request with an event stream (one event) instead of a
+    /// JSON body.
+    sse_reply: bool,
     /// The SSE `endpoint` event's data, when not the server's own message path.
     sse_endpoint: Option<String>,
     /// Streamable HTTP with a session: `initialize` assigns `Mcp-Session-Id`, a GET of
@@ -63,6 +76,12 @@ impl Default for Behavior {
             status: None,
             redirect_to: None,
             tools_delay: None,
+            raw_tools: None,
+            tools_error: None,
+            init_error: None,
+            init_padding: 0,
+            server_info: ("fake".into(), "1.2.3".into()),
+            sse_reply: false,
             sse_endpoint: None,
             session: false,
         }
@@ -128,9 +147,9 @@ impl Fake {
     }
 
     /// The JSON-RPC result or error for one request.
-    async fn dispatch(&self, method: &str, params: &Value) -> Result<Value, (i64, &'static str)> {
+    async fn dispatch(&self, method: &str, params: &Value) -> Result<Value, (i64, String)> {
         let b = &self.behavior;
-        let not_found = (-32601, "Method not found");
+        let not_found = (-32601, "Method not found".to_owned());
         let complete = |mut v: Value| {
             if b.modern {
                 v["resultType"] = json!("complete");
@@ -138,10 +157,12 @@ impl Fake {
             v
         };
         match method {
+            "initialize" if b.init_error.is_some() => Err(b.init_error.clone().unwrap()),
             "initialize" => Ok(json!({
                 "protocolVersion": b.init_version,
                 "capabilities": b.capabilities,
-                "serverInfo": {"name": "fake", "version": "1.2.3"},
+                "serverInfo": {"name": b.server_info.0, "version": b.server_info.1},
+                "instructions": "i".repeat(b.init_padding),
             })),
             "server/discover" if b.modern => Ok(json!({
                 "resultType": "complete",
@@ -155,12 +176,15 @@ impl Fake {
                 if let Some(d) = b.tools_delay {
                     tokio::time::sleep(d).await;
                 }
+                if let Some(e) = &b.tools_error {
+                    return Err(e.clone());
+                }
                 let cursor = params["cursor"].as_str();
                 b.tool_pages
                     .iter()
                     .find(|(c, _)| *c == cursor)
                     .map(|(_, page)| complete(page.clone()))
-                    .ok_or((-32602, "unknown cursor"))
+                    .ok_or((-32602, "unknown cursor".to_owned()))
             }
             "resources/list" => b.resources.clone().map(complete).ok_or(not_found),
             "resources/templates/list" => b.templates.clone().map(complete).ok_or(not_found),
@@ -170,20 +194,28 @@ impl Fake {
         }
     }
 
-    /// Log a message and build its reply, if it is a request.
-    async fn handle(&self, headers: &HeaderMap, msg: Value) -> Option<Value> {
+    /// Log a message and build its reply (serialized), if it is a request.
+    async fn handle(&self, headers: &HeaderMap, msg: Value) -> Option<String> {
         if let Some(k) = headers.get("x-test-key").and_then(|v| v.to_str().ok()) {
             self.keys.lock().unwrap().push(k.to_owned());
         }
         self.log.lock().unwrap().push(msg.clone());
         let id = msg.get("id")?.clone();
         let method = msg["method"].as_str()?.to_owned();
-        Some(match self.dispatch(&method, &msg["params"]).await {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err((code, message)) => {
-                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+        if method == "tools/list"
+            && let Some(raw) = &self.behavior.raw_tools
+        {
+            return Some(format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{raw}}}"#));
+        }
+        Some(
+            match self.dispatch(&method, &msg["params"]).await {
+                Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+                Err((code, message)) => {
+                    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+                }
             }
-        })
+            .to_string(),
+        )
     }
 
     fn refusal(&self) -> Option<Response> {
@@ -199,6 +231,16 @@ impl Fake {
 
 fn json_response(v: &Value) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+}
+
+/// A reply as a JSON body, or as an event stream of one `message` event.
+fn reply_response(reply: String, sse: bool) -> Response {
+    if sse {
+        let body = format!("event: message\ndata: {reply}\n\n");
+        ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+    } else {
+        ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+    }
 }
 
 /// An event stream fed by `rx` until either side drops.
@@ -276,7 +318,7 @@ async fn mcp_post(State(f): State<Shared>, uri: Uri, headers: HeaderMap, body: B
     }
     match f.handle(&headers, msg).await {
         Some(reply) => {
-            let mut resp = json_response(&reply);
+            let mut resp = reply_response(reply, f.behavior.sse_reply);
             if initialize && f.behavior.session {
                 resp.headers_mut()
                     .insert("mcp-session-id", FAKE_SESSION.parse().unwrap());
@@ -742,7 +784,7 @@ async fn paging_loops_and_caps_fail_the_crawl_over_the_wire() {
     assert_eq!(
         crawl(&t, &LOOPBACK).await.unwrap_err(),
         CrawlError::OverCap {
-            cap: "maxTools",
+            cap: Cap::MaxTools,
             limit: 1
         }
     );
@@ -751,7 +793,7 @@ async fn paging_loops_and_caps_fail_the_crawl_over_the_wire() {
     assert_eq!(
         crawl(&t, &LOOPBACK).await.unwrap_err(),
         CrawlError::OverCap {
-            cap: "maxBytes",
+            cap: Cap::MaxBytes,
             limit: 64
         }
     );
@@ -780,8 +822,7 @@ async fn undeclared_capabilities_are_not_listed() {
 
 #[tokio::test]
 async fn an_oversized_response_is_over_max_bytes_not_buffered() {
-    // Over the transport's body limit (4 x maxBytes, at least 1 MiB) the response is
-    // refused before it is parsed, and reported against maxBytes.
+    // Over maxBytes the response is refused as it is read, and reported against it.
     let huge = "x".repeat(3 << 20);
     let (addr, _) = start(Behavior {
         tool_pages: vec![(
@@ -797,12 +838,350 @@ async fn an_oversized_response_is_over_max_bytes_not_buffered() {
         assert_eq!(
             crawl(&t, &LOOPBACK).await.unwrap_err(),
             CrawlError::OverCap {
-                cap: "maxBytes",
+                cap: Cap::MaxBytes,
                 limit: 1024
             },
             "{path}"
         );
     }
+}
+
+/// Both transports, by URL path.
+const BOTH: [(&str, Transport); 2] = [("mcp", Transport::StreamableHttp), ("sse", Transport::Sse)];
+
+/// `n` minimal tools, as the raw result of one `tools/list` page.
+fn minimal_tools(n: usize) -> String {
+    let mut s = String::with_capacity(n * 40 + 16);
+    s.push_str(r#"{"tools":["#);
+    for i in 0..n {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&format!(r#"{{"name":"t{i:06}","inputSchema":{{}}}}"#));
+    }
+    s.push_str("]}");
+    s
+}
+
+/// Regression (issue 10, §2): a 15 MB page of 400,000 minimal tools was parsed whole
+/// (by rmcp, then again into JSON values) before `maxTools` was looked at. Now the bytes
+/// are counted as they arrive and the tools as they are read: over `maxBytes` reading
+/// stops at the cap; under it, at the first tool over `maxTools`. Either way the
+/// failure names the cap and its configured limit, on both transports, and on
+/// streamable HTTP for a JSON body and for an event stream alike.
+#[tokio::test]
+async fn a_huge_page_stops_at_the_first_cap_it_reaches() {
+    let page = Arc::new(minimal_tools(400_000));
+    assert!(page.len() > 14_000_000, "{}", page.len());
+    for sse_reply in [false, true] {
+        let (addr, _) = start(Behavior {
+            raw_tools: Some(page.clone()),
+            sse_reply,
+            ..Behavior::default()
+        })
+        .await;
+        for (path, transport) in BOTH {
+            let what = format!("{path} (sse reply: {sse_reply})");
+            let mut t = target(format!("http://{addr}/{path}"), transport);
+            t.max_bytes = 4 << 20;
+            t.max_tools = 10_000;
+            assert_eq!(
+                crawl(&t, &LOOPBACK).await.unwrap_err(),
+                CrawlError::OverCap {
+                    cap: Cap::MaxBytes,
+                    limit: 4 << 20
+                },
+                "{what}"
+            );
+            t.max_bytes = 16 << 20;
+            let e = crawl(&t, &LOOPBACK).await.unwrap_err();
+            assert_eq!(
+                e,
+                CrawlError::OverCap {
+                    cap: Cap::MaxTools,
+                    limit: 10_000
+                },
+                "{what}"
+            );
+            assert!(e.to_string().contains("maxTools (10000)"), "{e}");
+        }
+    }
+}
+
+/// Regression (issue 10, §8): an SSE event over the limit was reported as
+/// `ConnectFailed: connection closed` on streamable HTTP, and against the wrong
+/// `maxBytes` on the SSE transport. Now: `OverCap`, with the `maxBytes` that was set.
+#[tokio::test]
+async fn an_oversized_event_is_over_max_bytes_on_both_transports() {
+    let huge = "x".repeat(3 << 20);
+    let (addr, _) = start(Behavior {
+        tool_pages: vec![(
+            None,
+            json!({"tools": [{"name": "t", "description": huge, "inputSchema": {}}]}),
+        )],
+        sse_reply: true,
+        ..Behavior::default()
+    })
+    .await;
+    // 64 KiB: far under the event (the old client's own event limit, 4 x maxBytes but at
+    // least 1 MiB, broke the stream first); 1 MiB: within that limit.
+    for max_bytes in [64 << 10, 1 << 20] {
+        for (path, transport) in BOTH {
+            let mut t = target(format!("http://{addr}/{path}"), transport);
+            t.max_bytes = max_bytes;
+            let e = crawl(&t, &LOOPBACK).await.unwrap_err();
+            assert_eq!(
+                e,
+                CrawlError::OverCap {
+                    cap: Cap::MaxBytes,
+                    limit: max_bytes
+                },
+                "{path} {max_bytes}: {e}"
+            );
+            let said = format!("maxBytes ({max_bytes} bytes)");
+            assert!(e.to_string().contains(&said), "{e}");
+        }
+    }
+}
+
+/// Messages other than list pages (the handshake here) are bounded by the fixed
+/// message limit, and say so rather than naming `maxBytes` or a closed connection.
+#[tokio::test]
+async fn an_oversized_handshake_is_over_the_message_limit() {
+    for sse_reply in [false, true] {
+        let (addr, _) = start(Behavior {
+            init_padding: MESSAGE_LIMIT + 1,
+            sse_reply,
+            ..Behavior::default()
+        })
+        .await;
+        for (path, transport) in BOTH {
+            let e = crawl(
+                &target(format!("http://{addr}/{path}"), transport),
+                &LOOPBACK,
+            )
+            .await
+            .unwrap_err();
+            assert_eq!(
+                e,
+                CrawlError::OverCap {
+                    cap: Cap::Message,
+                    limit: MESSAGE_LIMIT
+                },
+                "{path} (sse reply: {sse_reply}): {e}"
+            );
+        }
+    }
+    // The SSE transport's endpoint event too (it was reported against four times
+    // maxBytes).
+    let (addr, _) = start(Behavior {
+        sse_endpoint: Some(format!("/message?pad={}", "p".repeat(MESSAGE_LIMIT))),
+        ..Behavior::default()
+    })
+    .await;
+    let e = crawl(
+        &target(format!("http://{addr}/sse"), Transport::Sse),
+        &LOOPBACK,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        e,
+        CrawlError::OverCap {
+            cap: Cap::Message,
+            limit: MESSAGE_LIMIT
+        }
+    );
+    // Under the limit, a long handshake is fine.
+    let (addr, _) = start(Behavior {
+        init_padding: 100_000,
+        ..Behavior::default()
+    })
+    .await;
+    for (path, transport) in BOTH {
+        crawl(
+            &target(format!("http://{addr}/{path}"), transport),
+            &LOOPBACK,
+        )
+        .await
+        .unwrap();
+    }
+}
+
+/// Regression (issue 10, §8): JSON nested deeper than the parser allows was reported as
+/// "cannot reach the server" (`ConnectFailed`). It is a `ProtocolError` that says so.
+#[tokio::test]
+async fn deeply_nested_json_is_a_protocol_error_on_both_transports() {
+    let depth = 100_000;
+    let deep = format!(
+        r#"{{"tools":[{{"name":"deep","inputSchema":{{"x":{}{}}}}}]}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    for sse_reply in [false, true] {
+        let (addr, _) = start(Behavior {
+            raw_tools: Some(Arc::new(deep.clone())),
+            sse_reply,
+            ..Behavior::default()
+        })
+        .await;
+        for (path, transport) in BOTH {
+            let e = crawl(
+                &target(format!("http://{addr}/{path}"), transport),
+                &LOOPBACK,
+            )
+            .await
+            .unwrap_err();
+            assert_eq!(e.reason(), "ProtocolError", "{path}: {e}");
+            assert!(
+                e.to_string().contains("nested deeper than 64 levels"),
+                "{e}"
+            );
+            assert!(e.to_string().contains("tool #0"), "{e}");
+        }
+    }
+    // Malformed JSON is a protocol error too, not a connection failure.
+    let (addr, _) = start(Behavior {
+        raw_tools: Some(Arc::new(r#"{"tools": [ {"name": "#.into())),
+        ..Behavior::default()
+    })
+    .await;
+    for (path, transport) in BOTH {
+        let e = crawl(
+            &target(format!("http://{addr}/{path}"), transport),
+            &LOOPBACK,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.reason(), "ProtocolError", "{path}: {e}");
+    }
+}
+
+const EVIL: &str =
+    "\u{1b}[31mRED\u{1b}[0m\u{1b}[2J\u{7}\rfake\nlevel=error msg=forged\u{202e}gnp.exe ";
+
+fn assert_shown_safely(m: &str, max: usize) {
+    assert!(m.len() <= max, "{} bytes", m.len());
+    assert!(
+        !m.chars().any(|c| c.is_control() || untrusted::is_unsafe(c)),
+        "{m:?}"
+    );
+}
+
+/// Regression (issue 10, §7): a 2 MB JSON-RPC error message was copied whole, escape
+/// bytes included, into the failure (then status, logs and the CLI's stderr). Now it is
+/// an `RpcError` whose message is one escaped line of at most `MAX_MESSAGE` bytes.
+#[tokio::test]
+async fn a_huge_error_message_is_bounded_and_escaped() {
+    let huge = EVIL.repeat(2 * 1024 * 1024 / EVIL.len());
+    let (addr, _) = start(Behavior {
+        tools_error: Some((-32603, huge.clone())),
+        ..Behavior::default()
+    })
+    .await;
+    for (path, transport) in BOTH {
+        // The error is the list response: within maxBytes (the default, 4 MiB) it is read.
+        let mut t = target(format!("http://{addr}/{path}"), transport);
+        t.max_bytes = 4 << 20;
+        let e = crawl(&t, &LOOPBACK).await.unwrap_err();
+        assert_eq!(e.reason(), "RpcError", "{path}");
+        let m = e.to_string();
+        assert_shown_safely(&m, untrusted::MAX_MESSAGE);
+        assert!(
+            m.starts_with("the server answered tools/list with error -32603: \\u{1b}[31mRED"),
+            "{m}"
+        );
+    }
+    // The same error on the handshake: under the message limit it is reported the same
+    // way; over it, as over the limit.
+    let (addr, _) = start(Behavior {
+        init_error: Some((-32000, EVIL.repeat(2000))),
+        ..Behavior::default()
+    })
+    .await;
+    for (path, transport) in BOTH {
+        let e = crawl(
+            &target(format!("http://{addr}/{path}"), transport),
+            &LOOPBACK,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.reason(), "RpcError", "{path}: {e}");
+        assert_shown_safely(&e.to_string(), untrusted::MAX_MESSAGE);
+    }
+    let (addr, _) = start(Behavior {
+        init_error: Some((-32000, huge)),
+        ..Behavior::default()
+    })
+    .await;
+    for (path, transport) in BOTH {
+        let e = crawl(
+            &target(format!("http://{addr}/{path}"), transport),
+            &LOOPBACK,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.reason(), "OverCap", "{path}: {e}");
+    }
+}
+
+/// Regression (issue 10, §7): what a server says about itself and its tools reaches
+/// status and terminals escaped and bounded; names with control characters are refused.
+#[tokio::test]
+async fn server_text_in_the_catalog_is_escaped_and_bounded() {
+    let long = "v".repeat(10_000);
+    let (addr, _) = start(Behavior {
+        server_info: (format!("{EVIL}name"), long),
+        tool_pages: vec![(
+            None,
+            json!({"tools": [{"name": "t", "title": EVIL, "description": format!("{EVIL}\nsecond line"),
+                "inputSchema": {}, "annotations": {"title": EVIL}}]}),
+        )],
+        resources: Some(json!({"resources": [{"uri": "file:///a", "name": EVIL, "mimeType": EVIL}]})),
+        ..Behavior::default()
+    })
+    .await;
+    for (path, transport) in BOTH {
+        let c = crawl(
+            &target(format!("http://{addr}/{path}"), transport),
+            &LOOPBACK,
+        )
+        .await
+        .unwrap();
+        assert_shown_safely(&c.server_name, 256);
+        assert_shown_safely(c.server_version.as_deref().unwrap(), 256);
+        assert!(
+            c.server_name.starts_with("\\u{1b}[31mRED"),
+            "{}",
+            c.server_name
+        );
+        let t = &c.tools[0];
+        assert_shown_safely(t.title.as_deref().unwrap(), 1024);
+        assert_shown_safely(t.annotations.title.as_deref().unwrap(), 1024);
+        let d = t.description.as_deref().unwrap();
+        assert!(
+            d.contains("\nsecond line") && !d.contains('\u{1b}') && !d.contains('\r'),
+            "{d:?}"
+        );
+        assert_shown_safely(c.resources[0].name.as_deref().unwrap(), 1024);
+        assert_shown_safely(c.resources[0].mime_type.as_deref().unwrap(), 256);
+    }
+    let (addr, _) = start(Behavior {
+        tool_pages: vec![(
+            None,
+            json!({"tools": [{"name": format!("a{EVIL}"), "inputSchema": {}}]}),
+        )],
+        ..Behavior::default()
+    })
+    .await;
+    let e = crawl(
+        &target(format!("http://{addr}/mcp"), Transport::StreamableHttp),
+        &LOOPBACK,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.reason(), "ProtocolError");
+    assert!(e.to_string().contains("control character U+001B"), "{e}");
 }
 
 mod watch;

@@ -1,22 +1,29 @@
 //! Listing: pages every list to its end, with a page cap and repeated-cursor detection
-//! (rmcp's `list_all_*` has neither and loops forever on a server that repeats a cursor),
-//! and enforces `maxTools` and `maxBytes` as pages arrive, so an oversized catalog fails
-//! early and as a whole.
+//! (rmcp's `list_all_*` has neither and loops forever on a server that repeats a cursor).
+//! The caps are enforced while reading: `maxBytes` by the transport as the bytes of each
+//! response arrive (see `tap`), `maxTools` by the page reader as each tool is read (see
+//! `page`), so an oversized catalog fails early, as a whole, and without being held.
 
-use super::catalog::{self, Listed};
-use super::error::CrawlError;
-use super::session::{ListKind, Reply, Session};
-use serde_json::Value;
+use super::catalog::Listed;
+use super::error::{Cap, CrawlError};
+use super::page::{Position, Reply};
+use super::session::{ListKind, Session};
 use std::collections::HashSet;
 
 /// Pages one list may take. Real servers page tens of items at a time; past this a
 /// server is cycling through fresh cursors, which cursor repetition cannot catch.
 pub const MAX_PAGES_PER_LIST: usize = 1000;
 
-/// Where pages come from: the session, or a scripted source in tests.
+/// Where pages come from: the session, or a scripted source in tests. A page comes with
+/// the bytes its response took.
 pub(crate) trait PageSource {
     fn declares(&self, kind: ListKind) -> bool;
-    async fn page(&self, kind: ListKind, cursor: Option<String>) -> Result<Reply, CrawlError>;
+    async fn page(
+        &self,
+        kind: ListKind,
+        cursor: Option<String>,
+        at: Position,
+    ) -> Result<(Reply, usize), CrawlError>;
 }
 
 impl PageSource for Session {
@@ -24,8 +31,13 @@ impl PageSource for Session {
         Session::declares(self, kind)
     }
 
-    async fn page(&self, kind: ListKind, cursor: Option<String>) -> Result<Reply, CrawlError> {
-        self.list_page(kind, cursor).await
+    async fn page(
+        &self,
+        kind: ListKind,
+        cursor: Option<String>,
+        at: Position,
+    ) -> Result<(Reply, usize), CrawlError> {
+        self.list_page(kind, cursor, at).await
     }
 }
 
@@ -55,16 +67,6 @@ pub(crate) async fn list_catalog(src: &impl PageSource, caps: Caps) -> Result<Li
     Ok(listed)
 }
 
-fn over_bytes(listed: &Listed, caps: Caps) -> Result<(), CrawlError> {
-    if listed.bytes > caps.max_bytes {
-        return Err(CrawlError::OverCap {
-            cap: "maxBytes",
-            limit: caps.max_bytes,
-        });
-    }
-    Ok(())
-}
-
 /// Page one list to its end; `false` when the server answered method-not-found.
 async fn list_one(
     src: &impl PageSource,
@@ -82,8 +84,27 @@ async fn list_one(
                 limit: caps.max_pages,
             });
         }
-        let result = match src.page(kind, cursor.take()).await? {
-            Reply::Result(v) => v,
+        let at = Position {
+            before: match kind {
+                ListKind::Tools => listed.tools.len(),
+                ListKind::Resources => listed.resources.len(),
+                ListKind::ResourceTemplates => listed.resource_templates.len(),
+                ListKind::Prompts => 0,
+            },
+            max_tools: caps.max_tools,
+        };
+        let (reply, bytes) = src.page(kind, cursor.take(), at).await?;
+        // The transport counts as the bytes arrive; this holds the same line for any
+        // page source.
+        listed.bytes += bytes;
+        if listed.bytes > caps.max_bytes {
+            return Err(CrawlError::OverCap {
+                cap: Cap::MaxBytes,
+                limit: caps.max_bytes,
+            });
+        }
+        let page = match reply {
+            Reply::Page(p) => p,
             // Optional lists may be declared yet unimplemented; tools are the point.
             Reply::MethodNotFound if pages == 0 && kind != ListKind::Tools => return Ok(false),
             Reply::MethodNotFound => {
@@ -94,98 +115,60 @@ async fn list_one(
         };
         pages += 1;
         listed.pages += 1;
-        // 2026-07-28 results say whether they are complete; a list never needs input.
-        if let Some(rt) = result.get("resultType")
-            && rt != "complete"
-        {
-            return Err(CrawlError::Protocol(format!(
-                "{method}: unexpected resultType {rt}"
-            )));
+        // The first page's items are moved, not copied (one page is the common case).
+        append(&mut listed.tools, page.tools);
+        append(&mut listed.resources, page.resources);
+        append(&mut listed.resource_templates, page.templates);
+        if listed.tools.len() > caps.max_tools {
+            return Err(CrawlError::OverCap {
+                cap: Cap::MaxTools,
+                limit: caps.max_tools,
+            });
         }
-        let items = result
-            .get(kind.field())
-            .and_then(Value::as_array)
-            .ok_or_else(|| {
-                CrawlError::Protocol(format!(
-                    "{method}: the result has no {} array",
-                    kind.field()
-                ))
-            })?;
-        match kind {
-            ListKind::Tools => {
-                for item in items {
-                    let tool = catalog::tool_from_json(item, listed.tools.len())?;
-                    listed.bytes += catalog::retained_bytes(&tool);
-                    listed.tools.push(tool);
-                    if listed.tools.len() > caps.max_tools {
-                        return Err(CrawlError::OverCap {
-                            cap: "maxTools",
-                            limit: caps.max_tools,
-                        });
-                    }
-                    over_bytes(listed, caps)?;
-                }
-            }
-            ListKind::Resources => {
-                for item in items {
-                    let r = catalog::resource_from_json(item, listed.resources.len())?;
-                    listed.bytes += catalog::retained_bytes(&r);
-                    listed.resources.push(r);
-                    over_bytes(listed, caps)?;
-                }
-            }
-            ListKind::ResourceTemplates => {
-                for item in items {
-                    let t = catalog::template_from_json(item, listed.resource_templates.len())?;
-                    listed.bytes += catalog::retained_bytes(&t);
-                    listed.resource_templates.push(t);
-                    over_bytes(listed, caps)?;
-                }
-            }
-            // Listed only to learn whether prompts are supported: one page says so.
-            ListKind::Prompts => return Ok(true),
+        // Listed only to learn whether prompts are supported: one page says so.
+        if kind == ListKind::Prompts {
+            return Ok(true);
         }
-        match result.get("nextCursor") {
-            None | Some(Value::Null) => return Ok(true),
+        match page.next_cursor {
+            None => return Ok(true),
             // Some servers mark the last page with an empty cursor.
-            Some(Value::String(s)) if s.is_empty() => return Ok(true),
-            Some(Value::String(s)) => {
+            Some(s) if s.is_empty() => return Ok(true),
+            Some(s) => {
                 if !seen.insert(s.clone()) {
                     return Err(CrawlError::RepeatedCursor);
                 }
-                cursor = Some(s.clone());
-            }
-            Some(other) => {
-                return Err(CrawlError::Protocol(format!(
-                    "{method}: nextCursor is not a string: {other}"
-                )));
+                cursor = Some(s);
             }
         }
+    }
+}
+
+fn append<T>(to: &mut Vec<T>, mut items: Vec<T>) {
+    if to.is_empty() {
+        *to = items;
+    } else {
+        to.append(&mut items);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
     use std::cell::RefCell;
     use std::collections::HashMap;
 
-    /// A scripted server: for each list, pages keyed by the cursor that fetches them.
+    /// A scripted server: for each list, the response bodies keyed by the cursor that
+    /// fetches them, read by the same page reader as the session's.
     #[derive(Default)]
     struct Script {
         declared: Vec<ListKind>,
-        pages: HashMap<(&'static str, Option<String>), Reply>,
+        pages: HashMap<(&'static str, Option<String>), Vec<u8>>,
         asked: RefCell<Vec<(&'static str, Option<String>)>>,
     }
 
-    impl Clone for Reply {
-        fn clone(&self) -> Self {
-            match self {
-                Reply::Result(v) => Reply::Result(v.clone()),
-                Reply::MethodNotFound => Reply::MethodNotFound,
-            }
-        }
+    fn response(v: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "result": v})).unwrap()
     }
 
     impl Script {
@@ -193,16 +176,18 @@ mod tests {
             if !self.declared.contains(&kind) {
                 self.declared.push(kind);
             }
-            self.pages.insert(
-                (kind.method(), cursor.map(str::to_owned)),
-                Reply::Result(reply),
-            );
+            self.pages
+                .insert((kind.method(), cursor.map(str::to_owned)), response(reply));
             self
         }
         fn not_found(mut self, kind: ListKind) -> Self {
             self.declared.push(kind);
-            self.pages
-                .insert((kind.method(), None), Reply::MethodNotFound);
+            self.pages.insert(
+                (kind.method(), None),
+                serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1,
+                    "error": {"code": -32601, "message": "Method not found"}}))
+                .unwrap(),
+            );
             self
         }
     }
@@ -211,14 +196,24 @@ mod tests {
         fn declares(&self, kind: ListKind) -> bool {
             self.declared.contains(&kind)
         }
-        async fn page(&self, kind: ListKind, cursor: Option<String>) -> Result<Reply, CrawlError> {
+        async fn page(
+            &self,
+            kind: ListKind,
+            cursor: Option<String>,
+            at: Position,
+        ) -> Result<(Reply, usize), CrawlError> {
             self.asked
                 .borrow_mut()
                 .push((kind.method(), cursor.clone()));
-            self.pages
+            let body = self
+                .pages
                 .get(&(kind.method(), cursor))
-                .cloned()
-                .ok_or_else(|| CrawlError::Protocol("unscripted page".into()))
+                .ok_or_else(|| CrawlError::Protocol("unscripted page".into()))?;
+            let clock = super::super::page::Clock::unbounded();
+            Ok((
+                super::super::page::read(kind, body, at, &clock)?,
+                body.len(),
+            ))
         }
     }
 
@@ -346,7 +341,7 @@ mod tests {
         assert_eq!(
             run(&s, caps).unwrap_err(),
             CrawlError::OverCap {
-                cap: "maxTools",
+                cap: Cap::MaxTools,
                 limit: 2
             }
         );
@@ -374,7 +369,7 @@ mod tests {
         assert_eq!(
             run(&s, caps).unwrap_err(),
             CrawlError::OverCap {
-                cap: "maxBytes",
+                cap: Cap::MaxBytes,
                 limit: 4096
             }
         );
@@ -399,8 +394,12 @@ mod tests {
                 None,
                 json!({"resources": [], "nextCursor": "2"}),
             );
-        s.pages
-            .insert(("resources/list", Some("2".into())), Reply::MethodNotFound);
+        s.pages.insert(
+            ("resources/list", Some("2".into())),
+            serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1,
+                "error": {"code": -32601, "message": "Method not found"}}))
+            .unwrap(),
+        );
         assert_eq!(run(&s, CAPS).unwrap_err().reason(), "ProtocolError");
     }
 

@@ -6,21 +6,34 @@
 //! - `guard`: the SSRF guard (address classification, guarded DNS, redirect policy);
 //! - `session`: the MCP session over rmcp (handshake, per-request timeouts, error mapping);
 //! - `changes`: the client handler, and watching a kept session for list changes;
+//! - `http`: the HTTP client under rmcp's streamable HTTP transport, which reads list
+//!   responses itself;
 //! - `sse`: a small legacy HTTP+SSE client transport, which rmcp no longer ships;
-//! - `listing`: paging with a page cap and repeated-cursor detection, and the caps;
-//! - `catalog`: the retained catalog types and their digests;
+//! - `tap`: where the transports leave list responses, and the `maxBytes` budget;
+//! - `page`: reading one list response into the retained items, caps applied as it reads;
+//! - `listing`: paging with a page cap and repeated-cursor detection;
+//! - `catalog`: the retained catalog types and the catalog digest;
+//! - `untrusted`: server-sent text made safe to show (bounded, escaped);
 //! - `fake` (tests only): in-process fake servers and the crawl tests against them.
 //!
 //! A crawl is all or nothing: any failure, or a cap exceeded, fails it as a whole, so no
 //! partial or stale catalog ever leaves this module.
+//!
+//! Memory: a crawl holds at most one list response (within what `maxBytes` leaves), the
+//! items kept so far, and while a tool is read a sort table of at most 1.6 times the size
+//! of its largest schema object; see [`crawl_memory_bound`].
 
 mod catalog;
 mod changes;
 mod error;
 mod guard;
+mod http;
 mod listing;
+mod page;
 mod session;
 mod sse;
+mod tap;
+pub mod untrusted;
 
 #[cfg(test)]
 mod fake;
@@ -29,10 +42,29 @@ use std::time::{Duration, Instant};
 
 pub use catalog::{Annotations, Catalog, Resource, ResourceTemplate, Tool};
 pub use changes::{ListChanged, WatchEnd};
-pub use error::CrawlError;
+pub use error::{Cap, CrawlError};
 pub use guard::address_refusal;
 pub use listing::MAX_PAGES_PER_LIST;
 pub use session::{CLIENT_NAME, client_capabilities};
+pub use tap::MESSAGE_LIMIT;
+
+/// The most memory one crawl holds at once, for its caps. The scheduler runs at most
+/// `--crawl-concurrency` crawls, so crawling holds at most that many times this (the
+/// arithmetic against the chart's memory limit is in docs/crawler.md):
+///
+/// - 8 MiB for the session and the handshake, whose messages rmcp parses at up to about
+///   30 times their size and which [`MESSAGE_LIMIT`] bounds to 256 KiB;
+/// - 2.6 × `max_bytes`: one list response at a time, read up to what `maxBytes` leaves
+///   (1×), and, while a tool is read, either the sort table of its largest schema object
+///   (8 bytes a member, at most 1.6 times the member's own size) or the strings kept from
+///   the tools before it (at most what they took on the wire);
+/// - 384 bytes a tool kept, besides its strings (the struct, with room for the vector to
+///   grow, and its digest).
+pub fn crawl_memory_bound(max_bytes: usize, max_tools: usize) -> usize {
+    const FIXED: usize = 8 << 20;
+    const PER_TOOL: usize = 384;
+    FIXED + max_bytes.saturating_mul(13) / 5 + max_tools.saturating_mul(PER_TOOL)
+}
 
 /// How the server is reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,7 +88,8 @@ pub struct Target {
     pub deadline: Duration,
     /// Over this many tools the crawl fails.
     pub max_tools: usize,
-    /// Over this many bytes of retained catalog JSON the crawl fails.
+    /// Over this many bytes of list responses (every page of every list, counted as they
+    /// arrive) the crawl fails.
     pub max_bytes: usize,
 }
 

@@ -5,11 +5,16 @@
 //! Requests go through `Peer::send_request` rather than `Peer::list_*`: the latter read
 //! and fill rmcp's response cache and may answer a failed re-list with a stale cached
 //! page. The cache is also switched off, in case a later rmcp routes more through it.
+//! The responses to list requests never reach rmcp at all: the transports leave them
+//! in the session's tap (`tap`), and `list_page` reads them (`page`).
 
 use super::catalog::Agreed;
 use super::changes::{Handler, ListChanged};
 use super::error::{self, CrawlError};
-use super::{NetPolicy, Target, Transport, guard, sse};
+use super::page::{self, Position};
+use super::tap::{ListTap, MESSAGE_LIMIT};
+use super::untrusted;
+use super::{NetPolicy, Target, Transport, guard, http, sse};
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ClientRequest, ErrorCode, Implementation,
     InitializeRequestParams, PaginatedRequestParams, ProtocolVersion, RequestOptionalParam,
@@ -34,9 +39,8 @@ pub const CLIENT_NAME: &str = "mcpgov-crawler";
 /// background; the crawl does not wait for it.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// Smallest bound on one response body, whatever `maxBytes` says: envelopes and
-/// unretained fields (prompts) take room too.
-const MIN_RESPONSE_LIMIT: usize = 1 << 20;
+/// Longest `serverInfo.name` or `.version` kept.
+const MAX_SERVER_INFO: usize = 256;
 
 /// The capabilities the crawler declares: none of the optional client capabilities
 /// (no sampling, roots or elicitation), so servers have nothing to ask of it.
@@ -58,12 +62,6 @@ fn client_config() -> ClientConfig {
     .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
 }
 
-/// Largest response body accepted: generous against `maxBytes` (pretty-printed JSON,
-/// envelopes), but bounded, so a hostile server cannot make the crawler buffer without end.
-pub(crate) fn response_limit(max_bytes: usize) -> usize {
-    max_bytes.saturating_mul(4).max(MIN_RESPONSE_LIMIT)
-}
-
 /// Where a transport reports why it failed when all rmcp sees is a closed channel.
 pub(crate) type FailureSlot = Arc<Mutex<Option<CrawlError>>>;
 
@@ -73,14 +71,6 @@ pub(crate) fn record_failure(slot: &FailureSlot, err: CrawlError) {
     if s.is_none() {
         *s = Some(err);
     }
-}
-
-/// A reply to a listing request.
-pub(crate) enum Reply {
-    /// The result, as JSON (the listing reads it field by field).
-    Result(Value),
-    /// JSON-RPC -32601: the server does not implement the method.
-    MethodNotFound,
 }
 
 /// Which list a listing request is for.
@@ -142,7 +132,7 @@ pub(crate) struct Session {
     server_capabilities: ServerCapabilities,
     request_timeout: Duration,
     deadline: Instant,
-    max_bytes: usize,
+    tap: Arc<ListTap>,
 }
 
 /// Run `fut` within `limit`, capped by the crawl deadline; a timeout names `phase`, or
@@ -174,7 +164,7 @@ impl Session {
         let url = guard::check_url(&target.url, net)?;
         let client = guard::http_client(&target.headers, net, target.request_timeout)?;
         let failure = FailureSlot::default();
-        let limit = response_limit(target.max_bytes);
+        let tap = Arc::new(ListTap::new(target.max_bytes));
         let rt = target.request_timeout;
         let started = Instant::now();
         let handler = Handler::new(client_config());
@@ -185,11 +175,19 @@ impl Session {
                     // One crawl is one session: a server that drops it fails the crawl
                     // rather than having the catalog stitched from two sessions.
                     .reinit_on_expired_session(false)
-                    .max_json_response_size(limit)
-                    .max_sse_event_size(limit)
+                    // List responses are read by `http::Client` against maxBytes; rmcp
+                    // reads only the rest.
+                    .max_json_response_size(MESSAGE_LIMIT)
+                    .max_sse_event_size(MESSAGE_LIMIT)
                     .control_request_timeout(rt)
                     .max_concurrent_requests(1);
-                let transport = || StreamableHttpClientTransport::with_client(client.clone(), config.clone());
+                let http = http::Client {
+                    http: client.clone(),
+                    tap: tap.clone(),
+                    failure: failure.clone(),
+                };
+                let transport =
+                    || StreamableHttpClientTransport::with_client(http.clone(), config.clone());
                 // `server/discover` first (2026-07-28); a server that rejects it as
                 // unknown gets the `initialize` handshake (2025-11-25 and older).
                 let lifecycle = ClientLifecycleMode::Auto {
@@ -235,7 +233,7 @@ impl Session {
                     rt,
                     deadline,
                     "connect",
-                    sse::connect(client, url.clone(), limit, failure.clone()),
+                    sse::connect(client, url.clone(), tap.clone(), failure.clone()),
                 )
                 .await??;
                 // The legacy transport predates discovery: `initialize` only.
@@ -252,7 +250,7 @@ impl Session {
                 .await?
             }
         }
-        .map_err(|e| with_cap(error::from_init(&e, taken(&failure)), target.max_bytes))?;
+        .map_err(|e| error::from_init(&e, taken(&failure)))?;
 
         // Nothing read through rmcp's cache, ever: see the module comment.
         running
@@ -268,20 +266,21 @@ impl Session {
         if !ProtocolVersion::KNOWN_VERSIONS.contains(&version) {
             return Err(CrawlError::Protocol(format!(
                 "the server agreed to protocol version {}, which this client does not speak",
-                version.as_str()
+                untrusted::line(version.as_str(), 64)
             )));
         }
+        // serverInfo is the server's to say: kept escaped and bounded.
         let agreed = Agreed {
             protocol_version: version.as_str().to_owned(),
             server_name: info
                 .server_info
                 .as_ref()
-                .map(|i| i.name.clone())
+                .map(|i| untrusted::line(&i.name, MAX_SERVER_INFO))
                 .unwrap_or_default(),
             server_version: info
                 .server_info
                 .as_ref()
-                .map(|i| i.version.clone())
+                .map(|i| untrusted::line(&i.version, MAX_SERVER_INFO))
                 .filter(|v| !v.is_empty()),
             client_capabilities: client_capabilities(),
         };
@@ -300,7 +299,7 @@ impl Session {
             server_capabilities: info.capabilities.clone(),
             request_timeout: rt,
             deadline,
-            max_bytes: target.max_bytes,
+            tap,
         })
     }
 
@@ -318,30 +317,45 @@ impl Session {
         }
     }
 
-    /// One page of a list, bounded by the request timeout and the crawl deadline.
+    /// One page of a list, bounded by the request timeout and the crawl deadline, read
+    /// into the catalog's items; with the bytes it took.
     pub async fn list_page(
         &self,
         kind: ListKind,
         cursor: Option<String>,
-    ) -> Result<Reply, CrawlError> {
+        at: Position,
+    ) -> Result<(page::Reply, usize), CrawlError> {
         let phase = kind.method();
         let Some(running) = self.running.as_ref() else {
-            return Err(CrawlError::Connect(format!(
+            return Err(CrawlError::Closed(format!(
                 "the session closed before {phase}"
             )));
         };
+        self.tap.take();
         let sent = running.peer().send_request(kind.request(cursor));
-        match bounded(self.request_timeout, self.deadline, phase, sent).await? {
-            Ok(result) => serde_json::to_value(&result)
-                .map(Reply::Result)
-                .map_err(|e| CrawlError::Protocol(format!("{phase}: {e}"))),
-            Err(rmcp::ServiceError::McpError(e)) if e.code == ErrorCode::METHOD_NOT_FOUND => {
-                Ok(Reply::MethodNotFound)
+        let answered = bounded(self.request_timeout, self.deadline, phase, sent).await?;
+        match (self.tap.take(), answered) {
+            (Some(Ok(body)), _) => {
+                let bytes = body.len();
+                // Parsing a large page is CPU work: off the async workers.
+                let deadline = self.deadline;
+                let reply = tokio::task::spawn_blocking(move || {
+                    page::read(kind, &body, at, &page::Clock::until(deadline))
+                })
+                .await
+                .map_err(|e| CrawlError::Protocol(format!("{phase}: {e}")))??;
+                Ok((reply, bytes))
             }
-            Err(e) => Err(with_cap(
-                error::from_service(&e, phase, taken(&self.failure)),
-                self.max_bytes,
-            )),
+            (Some(Err(e)), _) => Err(e),
+            (None, Ok(_)) => Err(CrawlError::Protocol(format!(
+                "{phase}: the response never reached the crawler"
+            ))),
+            (None, Err(rmcp::ServiceError::McpError(e)))
+                if e.code == ErrorCode::METHOD_NOT_FOUND =>
+            {
+                Ok((page::Reply::MethodNotFound, 0))
+            }
+            (None, Err(e)) => Err(error::from_service(&e, phase, taken(&self.failure))),
         }
     }
 
@@ -377,6 +391,7 @@ impl Session {
             {
                 Ok(Ok(sub)) => Some(sub),
                 Ok(Err(e)) => {
+                    let e = untrusted::line(&e.to_string(), untrusted::MAX_MESSAGE);
                     tracing::debug!(error = %e, "subscriptions/listen refused; not watching");
                     return None;
                 }
@@ -411,20 +426,6 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.close();
-    }
-}
-
-/// A response over the transport's body limit (derived from `maxBytes`) is reported
-/// against `maxBytes` itself, the limit the user set.
-fn with_cap(e: CrawlError, max_bytes: usize) -> CrawlError {
-    match e {
-        CrawlError::OverCap {
-            cap: "maxBytes", ..
-        } => CrawlError::OverCap {
-            cap: "maxBytes",
-            limit: max_bytes,
-        },
-        other => other,
     }
 }
 

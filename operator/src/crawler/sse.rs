@@ -6,10 +6,17 @@
 //! on the stream as a `message` event. The endpoint must be on the SSE URL's origin, or
 //! a server could send the crawler's headers anywhere. rmcp sees only a closed channel
 //! when the stream fails, so the cause is left in the session's failure slot.
+//!
+//! The response to a list request is not handed to rmcp: it goes to the session's tap
+//! (see `tap`), counted against `maxBytes`, and rmcp gets a placeholder. While a list
+//! request is pending an event may be as large as what `maxBytes` leaves; otherwise
+//! (the endpoint event, handshake results, notifications) [`MESSAGE_LIMIT`] bounds it.
 
-use super::error::{Carried, CrawlError, classify_chain};
+use super::error::{Cap, Carried, CrawlError, classify_chain, from_json, from_status};
 use super::guard;
 use super::session::{FailureSlot, record_failure};
+use super::tap::{self, ListTap, MESSAGE_LIMIT};
+use super::untrusted::{self, MAX_MESSAGE};
 use futures::{Stream, StreamExt};
 use reqwest::Url;
 use reqwest::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, WWW_AUTHENTICATE};
@@ -18,6 +25,7 @@ use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 use std::collections::VecDeque;
 use std::future::Future;
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Replies buffered between the stream reader and rmcp.
@@ -30,8 +38,14 @@ pub(crate) struct Event {
     pub data: String,
 }
 
+/// An event went over the parser's limit (the caller knows which limit that was).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct TooLarge;
+
 /// Incremental `text/event-stream` parser (the WHATWG rules the transport needs: `event`
-/// and `data` fields, comments, CR/LF/CRLF line ends split anywhere across chunks).
+/// and `data` fields, comments, CR/LF/CRLF line ends split anywhere across chunks). An
+/// event is never held beyond `max_event` bytes, and a one-line event's data is the
+/// line's own buffer, not a copy.
 pub(crate) struct EventParser {
     line: Vec<u8>,
     event: String,
@@ -51,8 +65,13 @@ impl EventParser {
         }
     }
 
+    /// Change the limit for what is read from now on.
+    pub fn set_limit(&mut self, max_event: usize) {
+        self.max_event = max_event;
+    }
+
     /// Parse a chunk, appending completed events to `out`.
-    pub fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Event>) -> Result<(), CrawlError> {
+    pub fn feed(&mut self, chunk: &[u8], out: &mut VecDeque<Event>) -> Result<(), TooLarge> {
         for &b in chunk {
             match b {
                 // The LF of a CRLF split across chunks ends nothing new.
@@ -65,10 +84,7 @@ impl EventParser {
                     self.after_cr = false;
                     self.line.push(b);
                     if self.line.len() + self.data.len() > self.max_event {
-                        return Err(CrawlError::OverCap {
-                            cap: "maxBytes",
-                            limit: self.max_event,
-                        });
+                        return Err(TooLarge);
                     }
                 }
             }
@@ -78,7 +94,10 @@ impl EventParser {
 
     fn end_line(&mut self, out: &mut VecDeque<Event>) {
         let raw = std::mem::take(&mut self.line);
-        let line = String::from_utf8_lossy(&raw);
+        let mut line = match String::from_utf8(raw) {
+            Ok(l) => l,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        };
         if line.is_empty() {
             // A blank line dispatches; an event without data is dropped.
             let event = std::mem::take(&mut self.event);
@@ -99,17 +118,23 @@ impl EventParser {
         if line.starts_with(':') {
             return;
         }
-        let (field, value) = match line.find(':') {
-            Some(i) => (
-                &line[..i],
-                line[i + 1..].strip_prefix(' ').unwrap_or(&line[i + 1..]),
-            ),
-            None => (&line[..], ""),
+        let (field, value_at) = match line.find(':') {
+            Some(i) => {
+                let v = i + 1;
+                (i, if line[v..].starts_with(' ') { v + 1 } else { v })
+            }
+            None => (line.len(), line.len()),
         };
-        match field {
-            "event" => self.event = value.to_owned(),
+        match &line[..field] {
+            "event" => self.event = line[value_at..].to_owned(),
+            "data" if self.data.is_empty() => {
+                // The first data line becomes the data, in place.
+                line.drain(..value_at);
+                self.data = line;
+                self.data.push('\n');
+            }
             "data" => {
-                self.data.push_str(value);
+                self.data.push_str(&line[value_at..]);
                 self.data.push('\n');
             }
             // `id` and `retry` serve reconnection, which a crawl does not do.
@@ -123,6 +148,7 @@ struct EventStream<S> {
     body: S,
     parser: EventParser,
     ready: VecDeque<Event>,
+    tap: Arc<ListTap>,
 }
 
 impl<S, B> EventStream<S>
@@ -138,7 +164,29 @@ where
             match self.body.next().await {
                 None => return Ok(None),
                 Some(Err(e)) => return Err(classify_chain(&e, "the SSE stream")),
-                Some(Ok(chunk)) => self.parser.feed(chunk.as_ref(), &mut self.ready)?,
+                Some(Ok(chunk)) => {
+                    // While a list request is pending, the event being read may be its
+                    // response: as large as maxBytes still allows.
+                    let listing = self.tap.pending().is_some();
+                    let limit = if listing {
+                        self.tap.remaining().max(MESSAGE_LIMIT)
+                    } else {
+                        MESSAGE_LIMIT
+                    };
+                    self.parser.set_limit(limit);
+                    self.parser
+                        .feed(chunk.as_ref(), &mut self.ready)
+                        .map_err(|TooLarge| {
+                            if listing {
+                                self.tap.over_cap()
+                            } else {
+                                CrawlError::OverCap {
+                                    cap: Cap::Message,
+                                    limit: MESSAGE_LIMIT,
+                                }
+                            }
+                        })?;
+                }
             }
         }
     }
@@ -156,13 +204,13 @@ fn check_status(resp: &reqwest::Response) -> Result<(), CrawlError> {
             .headers()
             .get(WWW_AUTHENTICATE)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+            .map(|c| untrusted::line(c, MAX_MESSAGE));
         return Err(CrawlError::Unauthorized {
             status: code,
             challenge,
         });
     }
-    Err(CrawlError::Http { status: code })
+    Err(from_status(code))
 }
 
 /// The open stream and the endpoint it announced, as an rmcp transport.
@@ -172,6 +220,7 @@ pub(crate) struct SseTransport {
     inbound: mpsc::Receiver<ServerJsonRpcMessage>,
     reader: tokio::task::JoinHandle<()>,
     failure: FailureSlot,
+    tap: Arc<ListTap>,
 }
 
 impl Drop for SseTransport {
@@ -184,7 +233,7 @@ impl Drop for SseTransport {
 pub(crate) async fn connect(
     client: reqwest::Client,
     url: Url,
-    max_event: usize,
+    tap: Arc<ListTap>,
     failure: FailureSlot,
 ) -> Result<SseTransport, CrawlError> {
     let resp = client
@@ -203,13 +252,15 @@ pub(crate) async fn connect(
         .to_ascii_lowercase();
     if !content_type.starts_with("text/event-stream") {
         return Err(CrawlError::Protocol(format!(
-            "the SSE URL answered with content type {content_type:?}, not an event stream"
+            "the SSE URL answered with content type {:?}, not an event stream",
+            untrusted::line(&content_type, 64)
         )));
     }
     let mut events = EventStream {
         body: resp.bytes_stream(),
-        parser: EventParser::new(max_event),
+        parser: EventParser::new(MESSAGE_LIMIT),
         ready: VecDeque::new(),
+        tap: tap.clone(),
     };
     let announced = loop {
         match events.next().await? {
@@ -217,7 +268,7 @@ pub(crate) async fn connect(
             // Nothing else is meaningful before the endpoint is known.
             Some(_) => continue,
             None => {
-                return Err(CrawlError::Connect(
+                return Err(CrawlError::Closed(
                     "the SSE stream ended before announcing its endpoint".into(),
                 ));
             }
@@ -235,11 +286,13 @@ pub(crate) async fn connect(
         inbound,
         reader,
         failure,
+        tap,
     })
 }
 
 /// Forward `message` events to rmcp until the stream ends or fails; then record why and
-/// close the channel, which rmcp sees as the transport closing.
+/// close the channel, which rmcp sees as the transport closing. The response to the
+/// pending list request goes to the tap instead, and rmcp gets a placeholder.
 async fn read_messages<S, B>(
     mut events: EventStream<S>,
     tx: mpsc::Sender<ServerJsonRpcMessage>,
@@ -251,24 +304,41 @@ async fn read_messages<S, B>(
     let why = loop {
         match events.next().await {
             Ok(Some(e)) if e.event == "message" => {
+                let tap = &events.tap;
+                if let Some(id) = tap.pending()
+                    && tap::answers(&e.data, &id)
+                {
+                    let read = tap.charge(e.data.len()).map(|()| e.data.into_bytes());
+                    tap.put(read);
+                    if tx.send(tap::placeholder(id)).await.is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                if e.data.len() > MESSAGE_LIMIT {
+                    break CrawlError::OverCap {
+                        cap: Cap::Message,
+                        limit: MESSAGE_LIMIT,
+                    };
+                }
                 match serde_json::from_str::<ServerJsonRpcMessage>(&e.data) {
                     Ok(msg) => {
                         if tx.send(msg).await.is_err() {
                             return; // the session is gone
                         }
                     }
-                    Err(err) => {
-                        break CrawlError::Protocol(format!(
-                            "an SSE message is not a JSON-RPC message: {err}"
-                        ));
-                    }
+                    Err(err) => break from_json("an SSE message", &err),
                 }
             }
             Ok(Some(_)) => {}
-            Ok(None) => break CrawlError::Connect("the server closed the SSE stream".into()),
+            Ok(None) => break CrawlError::Closed("the server closed the SSE stream".into()),
             Err(e) => break e,
         }
     };
+    // A list request waiting for its response learns why it never came.
+    if events.tap.pending().is_some() {
+        events.tap.put(Err(why.clone()));
+    }
     record_failure(&failure, why);
 }
 
@@ -297,6 +367,9 @@ impl Transport<RoleClient> for SseTransport {
         let client = self.client.clone();
         let endpoint = self.endpoint.clone();
         let failure = self.failure.clone();
+        if let Some(id) = tap::list_request_id(&item) {
+            self.tap.expect(id);
+        }
         async move {
             post(client, endpoint, item).await.map_err(|e| {
                 record_failure(&failure, e.clone());
@@ -359,6 +432,10 @@ mod tests {
         let err = p
             .feed(b"data: 0123456789abcdefghij\n\n", &mut out)
             .unwrap_err();
-        assert_eq!(err.reason(), "OverCap");
+        assert_eq!(err, TooLarge);
+        // Within the limit, over several data lines.
+        let mut p = EventParser::new(16);
+        p.feed(b"data: 0123\ndata: 4567\n\n", &mut out).unwrap();
+        assert_eq!(out.pop_front().unwrap().data, "0123\n4567");
     }
 }

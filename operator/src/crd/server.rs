@@ -97,13 +97,16 @@ pub struct CrawlSettings {
     #[serde(default = "default_interval")]
     #[schemars(range(min = 10, max = 86400))]
     pub interval_seconds: i32,
-    /// Over this many tools the crawl fails as a whole.
+    /// Over this many tools the crawl fails as a whole. The maximum keeps a crawl's
+    /// memory within the operator's budget (docs/crawler.md).
     #[serde(default = "default_max_tools")]
-    #[schemars(range(min = 1, max = 100000))]
+    #[schemars(range(min = 1, max = 20000))]
     pub max_tools: i32,
-    /// Over this many bytes of catalog the crawl fails as a whole.
+    /// Over this many bytes of list responses (every page of every list, counted as they
+    /// arrive) the crawl fails as a whole. The maximum keeps a crawl's memory within the
+    /// operator's budget (docs/crawler.md).
     #[serde(default = "default_max_bytes")]
-    #[schemars(range(min = 1024, max = 67108864))]
+    #[schemars(range(min = 1024, max = 8388608))]
     pub max_bytes: i64,
 }
 
