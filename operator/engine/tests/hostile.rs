@@ -204,9 +204,14 @@ fn a_tool_asked_alone_is_classified_as_in_its_agents_evaluation() {
             .reads("*", &a)
             .reads("t3", "file:///plain")
             .build(),
-        deny("t", "secrets").resource(&b).resource("file:///plain").build(),
+        deny("t", "secrets")
+            .resource(&b)
+            .resource("file:///plain")
+            .build(),
         agent("t", "bot", Profile::Review),
-        grant.exception("secrets", Some("fs::t3"), None, None).build(),
+        grant
+            .exception("secrets", Some("fs::t3"), None, None)
+            .build(),
     ]);
     let ev = e.evaluator(now());
     let whole = ev.evaluate_agent(&key("t/bot"), None).unwrap();
@@ -214,7 +219,11 @@ fn a_tool_asked_alone_is_classified_as_in_its_agents_evaluation() {
     for t in &whole.tools {
         let alone = ev.check_access(&key("t/bot"), &t.id.to_string());
         assert_eq!(alone.deny_paths, t.deny_paths, "{}", t.id);
-        undecided += t.deny_paths.iter().filter(|p| p.undecided.is_some()).count();
+        undecided += t
+            .deny_paths
+            .iter()
+            .filter(|p| p.undecided.is_some())
+            .count();
     }
     assert!(undecided > 0, "the budget ran out on the way");
     // An unscoped exception needs no budget: t3's literal path is excused all the same.
