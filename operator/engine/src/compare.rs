@@ -60,9 +60,10 @@ impl OverlapMemo {
 
 /// Decided coverage questions: (excused, access, governed) -> outcome and cost.
 type CoverKey = (Box<str>, Box<str>, Box<str>);
+type Covers = HashMap<CoverKey, (Result<bool, OverBudget>, u64)>;
 
 #[derive(Default)]
-pub(crate) struct CoverMemo(Mutex<HashMap<CoverKey, (Result<bool, OverBudget>, u64)>>);
+pub(crate) struct CoverMemo(Mutex<Covers>);
 
 /// What one scope (an agent's exception coverage, a Grant's findings) has paid for:
 /// a question asked again within the scope costs nothing more, so an agent with many
@@ -125,9 +126,7 @@ impl CoverMemo {
         outcome
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<CoverKey, (Result<bool, OverBudget>, u64)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Covers> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
