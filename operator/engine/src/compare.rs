@@ -6,13 +6,45 @@
 use crate::glob::{Budget, OverBudget, UriPattern};
 use crate::limits::{COMPARISON_STEPS, MEMO_ENTRIES};
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 
-/// Outcome of one comparison with its full per-comparison budget, and its cost.
-type Memo = HashMap<(Box<str>, Box<str>), (Result<bool, OverBudget>, u64)>;
+/// Comparisons decided with a full per-comparison budget: outcome and cost, by the
+/// patterns compared (pure functions of them, so never stale).
+pub(crate) struct Memo<K>(Mutex<HashMap<K, (Result<bool, OverBudget>, u64)>>);
 
-#[derive(Default)]
-pub(crate) struct OverlapMemo(Mutex<Memo>);
+impl<K> Default for Memo<K> {
+    fn default() -> Self {
+        Memo(Mutex::new(HashMap::new()))
+    }
+}
+
+impl<K: Hash + Eq> Memo<K> {
+    /// The memoised outcome and cost of `key`, or `compare` run within one
+    /// comparison's budget (and remembered).
+    fn decide(
+        &self,
+        key: K,
+        compare: impl FnOnce(&mut Budget) -> Result<bool, OverBudget>,
+    ) -> (Result<bool, OverBudget>, u64) {
+        let lock = || self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(hit) = lock().get(&key).copied() {
+            return hit;
+        }
+        let mut cap = Budget::new(COMPARISON_STEPS);
+        let outcome = compare(&mut cap);
+        let cost = COMPARISON_STEPS - cap.left();
+        let mut memo = lock();
+        if memo.len() >= MEMO_ENTRIES {
+            memo.clear();
+        }
+        memo.insert(key, (outcome, cost));
+        (outcome, cost)
+    }
+}
+
+/// Overlap questions: (a, b).
+pub(crate) type OverlapMemo = Memo<(Box<str>, Box<str>)>;
 
 impl OverlapMemo {
     /// Whether `a` and `b` overlap, charged to `budget` and capped per comparison.
@@ -33,37 +65,15 @@ impl OverlapMemo {
             return Err(OverBudget);
         }
         let key = (Box::from(a.as_str()), Box::from(b.as_str()));
-        let known = self.lock().get(&key).copied();
-        let (outcome, cost) = match known {
-            Some(hit) => hit,
-            None => {
-                let mut cap = Budget::new(COMPARISON_STEPS);
-                let outcome = a.try_overlap(b, &mut cap).map(|w| w.is_some());
-                let cost = COMPARISON_STEPS - cap.left();
-                let mut memo = self.lock();
-                if memo.len() >= MEMO_ENTRIES {
-                    memo.clear();
-                }
-                memo.insert(key, (outcome, cost));
-                (outcome, cost)
-            }
-        };
+        let (outcome, cost) = self.decide(key, |cap| a.try_overlap(b, cap).map(|w| w.is_some()));
         // What the same search would have done within what is left of `budget`.
         budget.spend(cost)?;
         outcome
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Memo> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
-/// Decided coverage questions: (excused, access, governed) -> outcome and cost.
-type CoverKey = (Box<str>, Box<str>, Box<str>);
-type Covers = HashMap<CoverKey, (Result<bool, OverBudget>, u64)>;
-
-#[derive(Default)]
-pub(crate) struct CoverMemo(Mutex<Covers>);
+/// Coverage questions: (excused, access, governed).
+pub(crate) type CoverMemo = Memo<(Box<str>, Box<str>, Box<str>)>;
 
 /// What one scope (an agent's exception coverage, a Grant's findings) has paid for:
 /// a question asked again within the scope costs nothing more, so an agent with many
@@ -74,7 +84,7 @@ pub(crate) struct Paid(std::collections::HashSet<u64>);
 impl Paid {
     /// A stable key of the patterns: fixed hash keys, so the same in every process.
     fn key(parts: [&str; 3]) -> u64 {
-        use std::hash::{DefaultHasher, Hash, Hasher};
+        use std::hash::{DefaultHasher, Hasher};
         let mut h = DefaultHasher::new();
         parts.hash(&mut h);
         h.finish()
@@ -102,21 +112,9 @@ impl CoverMemo {
         let id = Paid::key(parts);
         let first = !paid.0.contains(&id);
         let key = (parts[0].into(), parts[1].into(), parts[2].into());
-        let known = self.lock().get(&key).copied();
-        let (outcome, cost) = match known {
-            Some(hit) => hit,
-            None => {
-                let mut cap = Budget::new(COMPARISON_STEPS);
-                let outcome = excused.try_includes_intersection(access, governed, &mut cap);
-                let cost = COMPARISON_STEPS - cap.left();
-                let mut memo = self.lock();
-                if memo.len() >= MEMO_ENTRIES {
-                    memo.clear();
-                }
-                memo.insert(key, (outcome, cost));
-                (outcome, cost)
-            }
-        };
+        let (outcome, cost) = self.decide(key, |cap| {
+            excused.try_includes_intersection(access, governed, cap)
+        });
         if first {
             // Paid only once the budget could pay: an unpaid question stays undecided
             // every time it is asked in this scope.
@@ -124,10 +122,6 @@ impl CoverMemo {
             paid.0.insert(id);
         }
         outcome
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Covers> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
