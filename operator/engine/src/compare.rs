@@ -9,9 +9,12 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Mutex;
 
-/// Comparisons decided with a full per-comparison budget: outcome and cost, by the
-/// patterns compared (pure functions of them, so never stale).
-pub(crate) struct Memo<K>(Mutex<HashMap<K, (Result<bool, OverBudget>, u64)>>);
+/// A decided comparison: its outcome within one comparison's budget, and its cost.
+type Decided = (Result<bool, OverBudget>, u64);
+
+/// Comparisons decided with a full per-comparison budget, by the patterns compared
+/// (pure functions of them, so never stale).
+pub(crate) struct Memo<K>(Mutex<HashMap<K, Decided>>);
 
 impl<K> Default for Memo<K> {
     fn default() -> Self {
@@ -26,7 +29,7 @@ impl<K: Hash + Eq> Memo<K> {
         &self,
         key: K,
         compare: impl FnOnce(&mut Budget) -> Result<bool, OverBudget>,
-    ) -> (Result<bool, OverBudget>, u64) {
+    ) -> Decided {
         let lock = || self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(hit) = lock().get(&key).copied() {
             return hit;
