@@ -112,20 +112,21 @@ async fn violation_then_exception_then_policy_change() {
         condition(Some(&st.conditions), "Ready").map(|c| c.0),
         Some("True".into())
     );
-    // The same facts, as Prometheus sees them.
-    assert_eq!(
-        op.metric("mcpgov_agent_violations", &["agent=\"vibe-coder\""])
-            .await,
-        1.0
-    );
-    assert_eq!(
-        op.metric("mcpgov_graph_nodes", &["kind=\"Agent\""]).await,
-        1.0
-    );
-    assert_eq!(
-        op.metric("mcpgov_graph_edges", &["kind=\"WRITES\""]).await,
-        1.0
-    );
+    // The same facts, as Prometheus sees them. Graph sizes are read at the end of a
+    // pass, which may still be writing other objects when this status shows: wait.
+    op.wait_metric("mcpgov_agent_violations", &["agent=\"vibe-coder\""], 1.0)
+        .await;
+    op.wait_metric("mcpgov_graph_nodes", &["kind=\"Agent\""], 1.0)
+        .await;
+    op.wait_metric("mcpgov_graph_edges", &["kind=\"WRITES\""], 1.0)
+        .await;
+    for (name, label) in [
+        ("mcpgov_agent_violations", "agent=\"vibe-coder\""),
+        ("mcpgov_graph_nodes", "kind=\"Agent\""),
+        ("mcpgov_graph_edges", "kind=\"WRITES\""),
+    ] {
+        assert_eq!(op.metric(name, &[label]).await, 1.0, "{name}");
+    }
     assert_eq!(op.metric("mcpgov_build_info", &[]).await, 1.0);
     let v = &st.violation_details[0];
     assert_eq!(v.tool, format!("{ns}/gw::publish_note"));
