@@ -1,0 +1,173 @@
+//! Issue 16: the places where a randomized comparison with Toolgraph 0.4.0 found
+//! answers that differed without docs/semantics.md saying so. Each test is one item,
+//! on an estate small enough to read; where mcpgov answers differently on purpose the
+//! test pins mcpgov's answer and docs/semantics.md says why.
+
+mod common;
+use common::*;
+use mcpgov_engine::resolve::Resolution;
+use mcpgov_engine::*;
+
+fn verdict(e: &Engine, agent: &str, tool: &str) -> AccessVerdict {
+    e.evaluator(now()).check_access(&key(agent), tool)
+}
+
+fn reasons_of(e: &Engine, kind: FindingKind) -> Vec<(String, String)> {
+    e.evaluator(now())
+        .check()
+        .into_iter()
+        .filter(|f| f.kind == kind)
+        .map(|f| (f.reason, f.object))
+        .collect()
+}
+
+/// Item 1. `read_config` was exposed by an earlier crawl and reads a Deny-governed
+/// file; the current crawl no longer lists it. Its dataAccess entry still names it, so
+/// the bare-name Grant keeps resolving to the drifted tool: Drift and Violation, never
+/// a silent NotFound that lets `check --fail-on violation` pass.
+#[test]
+fn item1_a_bare_name_keeps_its_drifted_tool_and_its_violation() {
+    let objects = |listed: &[&str]| {
+        vec![
+            server("ns", "fs")
+                .tools(listed)
+                .reads("read_config", "file:///etc/app/config")
+                .build(),
+            deny("ns", "secrets").resource("file:///etc/app/**").build(),
+            agent("ns", "bot", Profile::Review),
+            agent("ns", "other", Profile::Review),
+            grant("ns", "g", "bot", &["read_config"]).build(),
+        ]
+    };
+    let before = engine(objects(&["read_config", "list"]));
+    let after = engine(objects(&["list"]));
+    for e in [&before, &after] {
+        assert_eq!(
+            reasons_of(e, FindingKind::Violation),
+            [("DenyViolation".to_string(), "Agent ns/bot".to_string())]
+        );
+    }
+    let refs = after.evaluator(now()).grant_refs(&key("ns/bot"));
+    assert_eq!(
+        refs[0].resolution,
+        Resolution::Drifted {
+            tool: ToolId::new("ns", "fs", "read_config")
+        }
+    );
+    assert!(
+        reasons_of(&after, FindingKind::Drift)
+            .contains(&("Drifted".to_string(), "Grant ns/g".to_string()))
+    );
+    let v = verdict(&after, "ns/bot", "read_config");
+    assert_eq!((v.verdict, v.drifted), (VerdictKind::Deny, true));
+    // A bare lookup of the drifted tool answers as for any tool (Toolgraph too).
+    let v = verdict(&after, "ns/other", "read_config");
+    assert_eq!(v.verdict, VerdictKind::NotGranted);
+    assert_eq!(v.tool_key.as_deref(), Some("ns/fs::read_config"));
+    // blast-radius and drift keep the agent.
+    let ev = after.evaluator(now());
+    let r = ev.blast_radius("file:///etc/app/config", "ns");
+    assert_eq!(r.agents, ["ns/bot"]);
+    let drift = ev.drift();
+    assert!(
+        drift
+            .iter()
+            .any(|d| d.source == "Grant" && d.tool == "ns/fs::read_config"),
+        "{drift:?}"
+    );
+}
+
+/// Item 1, a tool only a Policy remembers (no dataAccess): the bare Grant keeps it,
+/// so unmapped-tools keeps the agent and the direct deny stays a violation; adding or
+/// removing that Policy re-resolves the Grant and names its agent in the impact.
+#[test]
+fn item1_a_policy_binding_remembers_a_tool_for_bare_names() {
+    let mut e = engine(vec![
+        server("ns", "fs").tools(&["list"]).build(),
+        agent("ns", "bot", Profile::Review),
+        grant("ns", "g", "bot", &["purge"]).build(),
+    ]);
+    let refs = e.evaluator(now()).grant_refs(&key("ns/bot"));
+    assert_eq!(
+        refs[0].resolution,
+        Resolution::NotFound,
+        "a typo stays a typo"
+    );
+    let impact = e.apply(deny("ns", "guard").tool("fs::purge").build());
+    assert!(impact.agents.contains(&key("ns/bot")), "{impact:?}");
+    let ev = e.evaluator(now());
+    assert_eq!(
+        ev.grant_refs(&key("ns/bot"))[0].resolution.reason(),
+        "Drifted"
+    );
+    let unmapped = ev.unmapped_tools();
+    assert_eq!(unmapped.len(), 1);
+    assert_eq!(
+        (unmapped[0].tool.as_str(), unmapped[0].agents.as_slice()),
+        ("ns/fs::purge", &["ns/bot".to_string()][..])
+    );
+    let v = ev.check_access(&key("ns/bot"), "purge");
+    assert_eq!(v.verdict, VerdictKind::Deny);
+    assert_eq!(v.deny_paths[0].resource, None);
+    // A Policy in the governance namespace remembers a tool of a deleted server.
+    let e2 = engine(vec![
+        deny("mcpgov-system", "guard")
+            .tool("ns/gone-server::purge")
+            .build(),
+        agent("ns", "bot", Profile::Review),
+        grant("ns", "g", "bot", &["purge"]).build(),
+    ]);
+    assert_eq!(
+        verdict(&e2, "ns/bot", "purge").tool_key.as_deref(),
+        Some("ns/gone-server::purge")
+    );
+    let impact = e.delete(Kind::Policy, &key("ns/guard"));
+    assert!(impact.agents.contains(&key("ns/bot")));
+    let refs = e.evaluator(now()).grant_refs(&key("ns/bot"));
+    assert_eq!(refs[0].resolution, Resolution::NotFound);
+}
+
+/// Item 1: a live tool on one server and a remembered drifted namesake on another is
+/// ambiguous (as in Toolgraph), never guessed; a namesake another namespace shares
+/// does not count when the reader has its own (the own-namespace-first rule).
+#[test]
+fn item1_a_live_tool_and_a_drifted_namesake_are_ambiguous() {
+    let e = engine(vec![
+        server("ns", "a").tools(&["read_config"]).build(),
+        server("ns", "b")
+            .tools(&[])
+            .reads("read_config", "file:///etc/app/config")
+            .build(),
+        agent("ns", "bot", Profile::Review),
+        grant("ns", "g", "bot", &["read_config"]).build(),
+    ]);
+    let v = verdict(&e, "ns/bot", "read_config");
+    assert_eq!(v.verdict, VerdictKind::Ambiguous);
+    assert_eq!(v.candidates, ["ns/a::read_config", "ns/b::read_config"]);
+    assert!(
+        reasons_of(&e, FindingKind::Unresolved)
+            .contains(&("Ambiguous".to_string(), "Grant ns/g".to_string()))
+    );
+
+    let e = engine(vec![
+        server("ns", "a").tools(&["read_config"]).build(),
+        server("other", "b")
+            .tools(&[])
+            .reads("read_config", "file:///etc/app/config")
+            .share(&["*"])
+            .build(),
+        agent("ns", "bot", Profile::Review),
+        grant("ns", "g", "bot", &["read_config"]).build(),
+        agent("third", "bot", Profile::Review),
+        grant("third", "g", "bot", &["read_config"]).build(),
+    ]);
+    let v = verdict(&e, "ns/bot", "read_config");
+    assert_eq!(
+        (v.verdict, v.tool_key.as_deref()),
+        (VerdictKind::Allow, Some("ns/a::read_config"))
+    );
+    // With nothing of its own, a namespace finds the shared server's drifted tool.
+    let v = verdict(&e, "third/bot", "read_config");
+    assert_eq!(v.tool_key.as_deref(), Some("other/b::read_config"));
+    assert!(v.drifted);
+}
