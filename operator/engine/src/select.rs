@@ -62,10 +62,11 @@ pub fn reasons_of(v: &AccessVerdict) -> Vec<Reason> {
         .deny_paths
         .iter()
         .any(|p| p.classification == Classification::Violation);
+    // Also for a tool that is not granted: its deny paths say what granting it would
+    // cross (Toolgraph's reasons after NOT_GRANTED).
     if violation {
         out.push(Reason::DenyViolation);
-    }
-    if v.verdict == VerdictKind::Deny && !violation {
+    } else if !v.deny_paths.is_empty() {
         out.push(Reason::DenyException);
     }
     if v.drifted {
@@ -87,14 +88,30 @@ fn has_unbacked_edge(v: &AccessVerdict, reach: Option<&ToolReach>) -> bool {
         || reach.is_some_and(|r| r.access.iter().any(|a| a.provenance.is_unbacked()))
 }
 
-/// Toolgraph's fixed table, first match wins.
-pub fn risk_score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
+/// Toolgraph's fixed table, first match wins; `None` when the candidate did not
+/// resolve to exactly one tool (not found, ambiguous): there are no facts to score,
+/// and 0.0 would read as "safe".
+pub fn risk_score(v: &AccessVerdict, reach: Option<&ToolReach>) -> Option<f64> {
+    resolved(v).then(|| score(v, reach))
+}
+
+/// Whether the verdict is about one known tool (anything but not-found or ambiguous).
+fn resolved(v: &AccessVerdict) -> bool {
+    v.found == Some(true)
+        && !matches!(
+            v.verdict,
+            VerdictKind::AgentNotFound | VerdictKind::ToolNotFound | VerdictKind::Ambiguous
+        )
+}
+
+/// The fixed table for a resolved tool (granted or not).
+fn score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
     let reasons = reasons_of(v);
-    if reasons.contains(&Reason::DenyViolation) && v.verdict == VerdictKind::Deny {
+    if reasons.contains(&Reason::DenyViolation) {
         1.0
     } else if v.drifted {
         0.8
-    } else if v.unmapped && v.found == Some(true) {
+    } else if v.unmapped {
         0.6
     } else if has_unbacked_edge(v, reach) {
         0.4
@@ -113,9 +130,11 @@ pub struct Features {
     pub verdict: AccessVerdict,
     pub granted: bool,
     pub reasons: Vec<Reason>,
-    pub unbacked: bool,
+    /// Null when the candidate did not resolve to one tool (no facts).
+    pub unbacked: Option<bool>,
     pub annotations: Option<Annotations>,
-    pub risk_score: f64,
+    /// Null when the candidate did not resolve to one tool (no facts to score).
+    pub risk_score: Option<f64>,
 }
 
 /// eligible-tools: one candidate's decision under a profile.
@@ -195,7 +214,7 @@ impl Evaluator<'_> {
         Features {
             granted: !verdict.granted_by.is_empty(),
             reasons: reasons_of(&verdict),
-            unbacked: has_unbacked_edge(&verdict, reach),
+            unbacked: resolved(&verdict).then(|| has_unbacked_edge(&verdict, reach)),
             annotations: reach.and_then(|r| r.catalog.as_ref().map(|c| c.annotations.clone())),
             risk_score: risk_score(&verdict, reach),
             verdict,
@@ -261,7 +280,7 @@ impl Evaluator<'_> {
                 let reasons = reasons_of(&verdict);
                 ToolDecision {
                     decision: decide(profile, &reasons),
-                    risk_score: risk_score(&verdict, Some(&reach)),
+                    risk_score: score(&verdict, Some(&reach)),
                     contract_digest: reach
                         .catalog
                         .as_ref()

@@ -171,3 +171,55 @@ fn item1_a_live_tool_and_a_drifted_namesake_are_ambiguous() {
     assert_eq!(v.tool_key.as_deref(), Some("other/b::read_config"));
     assert!(v.drifted);
 }
+
+/// Item 2. A tool the agent is not granted that reaches a Deny: check-access lists the
+/// deny rows (what granting it would cross) under NOT_GRANTED, and rank-features
+/// scores it 1.0 like Toolgraph; the bundle and the findings are unchanged (the agent
+/// cannot call it).
+#[test]
+fn item2_a_tool_not_granted_shows_its_deny_paths() {
+    let mut objects = quickstart(Profile::Strict);
+    objects.retain(|o| o.kind() != Kind::Grant);
+    objects.push(grant("qs", "g", "vibe-coder", &["gw::read_note"]).build());
+    let e = engine(objects);
+    let v = verdict(&e, "qs/vibe-coder", "gw::publish_note");
+    assert_eq!(v.verdict, VerdictKind::NotGranted);
+    assert_eq!(v.all_authorized, None);
+    assert_eq!(v.deny_paths.len(), 1);
+    assert_eq!(v.deny_paths[0].classification, Classification::Violation);
+    assert_eq!(
+        v.deny_paths[0].resource.as_deref(),
+        Some("file:///demo/drafts")
+    );
+    let f = e
+        .evaluator(now())
+        .features(&key("qs/vibe-coder"), "gw::publish_note");
+    assert_eq!(f.reasons, [Reason::NotGranted, Reason::DenyViolation]);
+    assert_eq!(f.risk_score, Some(1.0));
+    assert!(!f.granted);
+    // Nothing the agent can call reaches the Deny: no violation, nothing unsafe.
+    assert!(reasons_of(&e, FindingKind::Violation).is_empty());
+    let unsafe_rows = e
+        .evaluator(now())
+        .unsafe_tools(&key("qs/vibe-coder"), true)
+        .unwrap();
+    assert!(unsafe_rows.is_empty());
+}
+
+/// Item 3. No facts, no score: a candidate that is not found or ambiguous has a null
+/// risk score (and null `unbacked`), not 0.0, which reads as "safe".
+#[test]
+fn item3_not_found_and_ambiguous_have_no_risk_score() {
+    let mut objects = quickstart(Profile::Strict);
+    objects.push(server("qs", "gw2").tools(&["read_note"]).build());
+    let e = engine(objects);
+    let ev = e.evaluator(now());
+    for tool in ["gw::missing", "read_note"] {
+        let f = ev.features(&key("qs/vibe-coder"), tool);
+        assert_eq!((f.risk_score, f.unbacked), (None, None), "{tool}");
+    }
+    let f = ev.features(&key("qs/vibe-coder"), "gw::read_note");
+    assert_eq!((f.risk_score, f.unbacked), (Some(0.0), Some(false)));
+    let json = serde_json::to_value(ev.features(&key("qs/vibe-coder"), "read_note")).unwrap();
+    assert!(json["riskScore"].is_null());
+}
