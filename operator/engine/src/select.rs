@@ -78,14 +78,16 @@ pub fn reasons_of(v: &AccessVerdict) -> Vec<Reason> {
     out
 }
 
-/// Any edge the verdict rests on that cites no evidence.
-fn has_unbacked_edge(v: &AccessVerdict, reach: Option<&ToolReach>) -> bool {
-    v.granted_by.iter().any(|g| g.provenance.is_unbacked())
-        || v.deny_paths.iter().any(|p| {
-            p.policy_provenance.is_unbacked()
-                || p.provenance.as_ref().is_some_and(Provenance::is_unbacked)
-        })
-        || reach.is_some_and(|r| r.access.iter().any(|a| a.provenance.is_unbacked()))
+/// Whether the tool's evidence chain has an edge that cites no evidence, as Toolgraph
+/// counts it: any of the tool's READS/WRITES edges, or any GOVERNED_BY binding (Deny or
+/// Allow) that reaches the tool, directly or on a resource it touches. The Grant is
+/// not part of it: a grant declares intent, it claims nothing about the world
+/// (unbacked-edges leaves CAN_CALL out unless asked, for the same reason).
+fn has_unbacked_edge(reach: Option<&ToolReach>) -> bool {
+    reach.is_some_and(|r| {
+        r.access.iter().any(|a| a.provenance.is_unbacked())
+            || r.paths.iter().any(|p| p.policy_provenance.is_unbacked())
+    })
 }
 
 /// Toolgraph's fixed table, first match wins; `None` when the candidate did not
@@ -113,7 +115,7 @@ fn score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
         0.8
     } else if v.unmapped {
         0.6
-    } else if has_unbacked_edge(v, reach) {
+    } else if has_unbacked_edge(reach) {
         0.4
     } else if reasons.contains(&Reason::DenyException) {
         0.2
@@ -214,7 +216,7 @@ impl Evaluator<'_> {
         Features {
             granted: !verdict.granted_by.is_empty(),
             reasons: reasons_of(&verdict),
-            unbacked: resolved(&verdict).then(|| has_unbacked_edge(&verdict, reach)),
+            unbacked: resolved(&verdict).then(|| has_unbacked_edge(reach)),
             annotations: reach.and_then(|r| r.catalog.as_ref().map(|c| c.annotations.clone())),
             risk_score: risk_score(&verdict, reach),
             verdict,

@@ -223,3 +223,43 @@ fn item3_not_found_and_ambiguous_have_no_risk_score() {
     let json = serde_json::to_value(ev.features(&key("qs/vibe-coder"), "read_note")).unwrap();
     assert!(json["riskScore"].is_null());
 }
+
+/// Item 4. "Unbacked" (risk 0.4) as Toolgraph counts it: the tool's READS/WRITES and
+/// every GOVERNED_BY binding reaching it, Deny or Allow, directly or on a resource it
+/// touches; a Grant without evidence does not make the tool unbacked.
+#[test]
+fn item4_unbacked_means_the_tools_evidence_chain_not_the_grant() {
+    let e = engine(vec![
+        server("ns", "s")
+            .tools(&["plain", "allowed", "bound"])
+            .reads("plain", "x:plain")
+            .reads("allowed", "x:shared")
+            .reads("bound", "x:bound")
+            .build(),
+        allow("ns", "ok").resource_unbacked("x:shared").build(),
+        allow("ns", "tools").tool("s::bound").build(),
+        agent("ns", "a", Profile::Strict),
+        grant("ns", "g", "a", &["s::*"]).unbacked().build(),
+    ]);
+    let ev = e.evaluator(now());
+    let f = |t: &str| ev.features(&key("ns/a"), t);
+    // The Grant cites no evidence: not an unbacked edge of the tool.
+    assert_eq!(
+        (f("s::plain").unbacked, f("s::plain").risk_score),
+        (Some(false), Some(0.0))
+    );
+    // An Allow binding without evidence on a resource the tool reads: unbacked.
+    assert_eq!(
+        (f("s::allowed").unbacked, f("s::allowed").risk_score),
+        (Some(true), Some(0.4))
+    );
+    // A backed direct Allow binding: backed.
+    assert_eq!(f("s::bound").risk_score, Some(0.0));
+    let eval = ev.evaluate_agent(&key("ns/a"), None).unwrap();
+    let scores: Vec<(&str, f64)> = eval
+        .tools
+        .iter()
+        .map(|t| (t.id.name.as_str(), t.risk_score))
+        .collect();
+    assert_eq!(scores, [("allowed", 0.4), ("bound", 0.0), ("plain", 0.0)]);
+}
