@@ -263,3 +263,54 @@ fn item4_unbacked_means_the_tools_evidence_chain_not_the_grant() {
         .collect();
     assert_eq!(scores, [("allowed", 0.4), ("bound", 0.0), ("plain", 0.0)]);
 }
+
+/// Item 5. audit-report status as Toolgraph decides it: a drifted tool fails (mcpgov
+/// rejects it in every profile), findings such as a destructive tool with no policy
+/// path warn, and only an estate with nothing to report passes.
+#[test]
+fn item5_audit_status_fails_on_drift_and_warns_on_findings() {
+    let report = |objects| engine(objects).evaluator(now()).audit_report();
+    let clean = vec![
+        server("ns", "s").tools(&["t"]).reads("t", "x:1").build(),
+        agent("ns", "a", Profile::Strict),
+        grant("ns", "g", "a", &["s::t"]).build(),
+    ];
+    assert_eq!(report(clean.clone()).status, "pass");
+
+    let mut drifted = clean.clone();
+    drifted.push(grant("ns", "g2", "a", &["s::gone"]).build());
+    let r = report(drifted);
+    assert_eq!((r.status, r.counts.violations), ("fail", 0));
+    assert_eq!(r.failures, ["1 drifted tool(s)"]);
+
+    let mut destructive = clean;
+    destructive.push(
+        server("ns", "admin")
+            .annotated("wipe", None, Some(true))
+            .build(),
+    );
+    let r = report(destructive);
+    assert_eq!(r.status, "warn");
+    assert!(r.failures.is_empty());
+    assert_eq!(r.warnings, ["1 destructive tool(s) with no policy path"]);
+}
+
+/// Item 6. The audit-report counts drifted tools, as Toolgraph does: one drifted tool
+/// named by a Grant and by its server's dataAccess is 1 (the drift query lists both
+/// objects, and `check` has a Drift finding for each).
+#[test]
+fn item6_audit_drift_counts_tools_not_objects() {
+    let e = engine(vec![
+        server("ns", "s")
+            .tools(&["t"])
+            .reads("t", "x:1")
+            .reads("gone", "x:2")
+            .build(),
+        agent("ns", "a", Profile::Strict),
+        grant("ns", "g", "a", &["s::t", "s::gone"]).build(),
+    ]);
+    let ev = e.evaluator(now());
+    assert_eq!(ev.drift().len(), 2);
+    assert_eq!(Summary::of(&ev.check()).drift, 2);
+    assert_eq!(ev.audit_report().counts.drift, 1);
+}
