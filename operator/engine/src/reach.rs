@@ -282,9 +282,12 @@ impl Engine {
             .collect()
     }
 
-    /// The first of `exceptions` (see `live_exceptions`) that covers `path`, if any,
-    /// deciding within `budget` (one per agent and tool). `Err` when none was shown
-    /// to cover it and at least one could not be decided: the path stays a violation.
+    /// The most specific of `exceptions` (see `live_exceptions`) that covers `path`,
+    /// if any, deciding within `budget` (one per agent and tool): one naming a
+    /// resource before one that does not, then one naming a tool, then authored order
+    /// (Toolgraph shows the reason of the exception with a resource). `Err` when none
+    /// was shown to cover it and at least one could not be decided: the path stays a
+    /// violation.
     pub(crate) fn covering_exception<'a>(
         &self,
         exceptions: &[(&'a ObjKey, &'a CException)],
@@ -299,18 +302,27 @@ impl Engine {
         let Some(policy) = self.policies.get(&path.policy) else {
             return Ok(None);
         };
+        let specificity =
+            |e: &CException| 2 * u8::from(e.resource.is_some()) + u8::from(e.tool.is_some());
+        let mut best: Option<(&'a ObjKey, &'a CException)> = None;
         let mut undecided = false;
         for &(gk, e) in exceptions {
-            if !policy.input.allows_exceptions_from(&gk.namespace) {
+            if best.is_some_and(|(_, b)| specificity(b) >= specificity(e))
+                || !policy.input.allows_exceptions_from(&gk.namespace)
+            {
                 continue;
             }
             match exception_covers(e, &path.policy, tool, &gk.namespace, path, now, budget) {
-                Ok(true) => return Ok(Some((gk, e))),
+                Ok(true) => best = Some((gk, e)),
                 Ok(false) => {}
                 Err(OverBudget) => undecided = true,
             }
         }
-        if undecided { Err(OverBudget) } else { Ok(None) }
+        match best {
+            Some(b) => Ok(Some(b)),
+            None if undecided => Err(OverBudget),
+            None => Ok(None),
+        }
     }
 }
 

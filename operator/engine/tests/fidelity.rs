@@ -314,3 +314,62 @@ fn item6_audit_drift_counts_tools_not_objects() {
     assert_eq!(Summary::of(&ev.check()).drift, 2);
     assert_eq!(ev.audit_report().counts.drift, 1);
 }
+
+/// Item 7. Two expected exceptions cover the same path: the reason shown is the more
+/// specific one's (the one naming a resource), as in Toolgraph, whatever the authored
+/// order; among equally specific ones, the first authored.
+#[test]
+fn item7_the_more_specific_exception_gives_the_reason() {
+    let with = |g: GrantB| {
+        engine(vec![
+            server("ns", "fs")
+                .tools(&["read"])
+                .reads("read", "file:///srv/app/.env")
+                .build(),
+            deny("ns", "secrets").resource("file:///**/.env").build(),
+            agent("ns", "a", Profile::Review),
+            g.build(),
+        ])
+    };
+    let reason = |e: &Engine| {
+        let v = verdict(e, "ns/a", "fs::read");
+        assert_eq!(v.all_authorized, Some(true));
+        v.deny_paths[0].exception_reason.clone().unwrap()
+    };
+    let g = || grant("ns", "g", "a", &["fs::read"]);
+    let wildcard_first = g()
+        .exception("secrets", Some("fs::read"), None, None)
+        .because("wildcard")
+        .exception(
+            "secrets",
+            Some("fs::read"),
+            Some("file:///srv/app/.env"),
+            None,
+        )
+        .because("specific");
+    assert_eq!(reason(&with(wildcard_first)), "specific");
+    let specific_first = g()
+        .exception(
+            "secrets",
+            Some("fs::read"),
+            Some("file:///srv/app/.env"),
+            None,
+        )
+        .because("specific")
+        .exception("secrets", Some("fs::read"), None, None)
+        .because("wildcard");
+    assert_eq!(reason(&with(specific_first)), "specific");
+    // Naming the tool is more specific than naming neither.
+    let no_tool_first = g()
+        .exception("secrets", None, None, None)
+        .because("any tool")
+        .exception("secrets", Some("fs::read"), None, None)
+        .because("this tool");
+    assert_eq!(reason(&with(no_tool_first)), "this tool");
+    let equal = g()
+        .exception("secrets", Some("fs::read"), None, None)
+        .because("first")
+        .exception("secrets", Some("fs::*"), None, None)
+        .because("second");
+    assert_eq!(reason(&with(equal)), "first");
+}

@@ -181,6 +181,13 @@ impl GrantB {
         });
         self
     }
+    /// Sets the reason of the last expected exception added.
+    pub fn because(mut self, reason: &str) -> Self {
+        if let Some(e) = self.0.expected_exceptions.last_mut() {
+            e.reason = reason.into();
+        }
+        self
+    }
     pub fn unbacked(mut self) -> Self {
         self.0.provenance = prov("");
         self
