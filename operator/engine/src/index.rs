@@ -164,9 +164,23 @@ fn compile_server(input: Server) -> CServer {
 fn compile_policy(input: Policy) -> CPolicy {
     let mut problems = Vec::new();
     let mut resources = Vec::new();
+    // Spellings of one URI are one GOVERNED_BY edge (backed when one of them cites
+    // evidence), as Toolgraph merges them after canonicalising.
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for b in &input.resources {
         match compile_uri(&b.uri) {
-            Ok(p) => resources.push((p, b.provenance.clone())),
+            Ok(p) => match seen.get(p.as_str()) {
+                None => {
+                    seen.insert(p.as_str().to_string(), resources.len());
+                    resources.push((p, b.provenance.clone()));
+                }
+                Some(&i) => {
+                    let prov: &mut Provenance = &mut resources[i].1;
+                    if prov.is_unbacked() {
+                        *prov = b.provenance.clone();
+                    }
+                }
+            },
             Err(m) => problems.push(invalid(Kind::Policy, &input.key, "InvalidURI", m)),
         }
     }

@@ -373,3 +373,67 @@ fn item7_the_more_specific_exception_gives_the_reason() {
         .because("second");
     assert_eq!(reason(&with(equal)), "first");
 }
+
+/// Item 8. One tool bound to one Policy twice (by key and by bare name) is one
+/// GOVERNED_BY edge, as in Toolgraph: one deny path, one unbacked row, and no row at
+/// all when either binding cites evidence. The same for two spellings of one URI.
+#[test]
+fn item8_one_tool_bound_twice_is_one_edge() {
+    let estate = |guard: PolicyB| {
+        engine(vec![
+            server("ns", "fs")
+                .tools(&["purge", "read"])
+                .reads("read", "file:///srv/a")
+                .build(),
+            guard.build(),
+            deny("ns", "files")
+                .resource_unbacked("file:///srv/a")
+                .resource_unbacked("FILE://localhost/srv/./a")
+                .build(),
+            agent("ns", "bot", Profile::Strict),
+            grant("ns", "g", "bot", &["fs::purge", "fs::read"]).build(),
+        ])
+    };
+    let governed = |e: &Engine| -> Vec<(String, String)> {
+        e.evaluator(now())
+            .unbacked_edges(false)
+            .into_iter()
+            .filter(|r| r.edge == "GOVERNED_BY")
+            .map(|r| (r.from, r.to))
+            .collect()
+    };
+    let both_unbacked = estate(
+        deny("ns", "guard")
+            .tool_unbacked("fs::purge")
+            .tool_unbacked("purge"),
+    );
+    assert_eq!(
+        governed(&both_unbacked),
+        [
+            ("file:///srv/a".to_string(), "ns/files".to_string()),
+            ("ns/fs::purge".to_string(), "ns/guard".to_string()),
+        ]
+    );
+    let v = verdict(&both_unbacked, "ns/bot", "fs::purge");
+    assert_eq!(v.deny_paths.len(), 1);
+    assert_eq!(
+        verdict(&both_unbacked, "ns/bot", "fs::read")
+            .deny_paths
+            .len(),
+        1
+    );
+
+    // Either binding citing evidence backs the edge; the path shows that binding.
+    let one_backed = estate(deny("ns", "guard").tool_unbacked("purge").tool("fs::purge"));
+    assert_eq!(
+        governed(&one_backed),
+        [("file:///srv/a".to_string(), "ns/files".to_string())]
+    );
+    let v = verdict(&one_backed, "ns/bot", "fs::purge");
+    assert_eq!(v.deny_paths.len(), 1);
+    assert_eq!(v.deny_paths[0].governed_by, "fs::purge");
+    assert_eq!(
+        v.deny_paths[0].policy_provenance.evidence.as_deref(),
+        Some("POL-2")
+    );
+}

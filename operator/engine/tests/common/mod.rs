@@ -134,6 +134,13 @@ impl PolicyB {
         });
         self
     }
+    pub fn tool_unbacked(mut self, sel: &str) -> Self {
+        self.0.tools.push(ToolBinding {
+            tool: sel.into(),
+            provenance: prov(""),
+        });
+        self
+    }
     pub fn exceptions_from(mut self, namespaces: &[&str]) -> Self {
         self.0.exception_namespaces = Some(namespaces.iter().map(|s| s.to_string()).collect());
         self
