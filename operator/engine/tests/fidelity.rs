@@ -437,3 +437,41 @@ fn item8_one_tool_bound_twice_is_one_edge() {
         Some("POL-2")
     );
 }
+
+/// URI canonicalisation. Toolgraph (pydantic's URL parser) keeps the host's case for
+/// non-special schemes, `%7E`, userinfo and fragments; mcpgov folds them (RFC 3986
+/// normalisation), so each spelling below meets the Deny on the plain one. Toolgraph
+/// answers ALLOW for all four; mcpgov answers DENY on purpose (docs/semantics.md).
+#[test]
+fn uri_spellings_toolgraph_keeps_apart_meet_the_deny() {
+    for (governed, read) in [
+        ("s3://mybucket/**", "s3://MyBucket/data"),
+        ("s3://bucket/~x", "s3://bucket/%7Ex"),
+        ("s3://bucket/x", "s3://reader:secret@bucket/x"),
+        ("s3://bucket/x", "s3://bucket/x#part"),
+    ] {
+        let e = engine(vec![
+            server("ns", "s3").tools(&["get"]).reads("get", read).build(),
+            deny("ns", "data").resource(governed).build(),
+            agent("ns", "a", Profile::Strict),
+            grant("ns", "g", "a", &["s3::get"]).build(),
+        ]);
+        let v = verdict(&e, "ns/a", "s3::get");
+        assert_eq!(v.verdict, VerdictKind::Deny, "{read} against {governed}");
+    }
+    // The other side of folding the host: an exception for `MyBucket` also excuses
+    // `mybucket`, which is the same bucket to every S3 client that addresses it by
+    // host name (DNS ignores case).
+    let e = engine(vec![
+        server("ns", "s3")
+            .tools(&["get"])
+            .reads("get", "s3://mybucket/data")
+            .build(),
+        deny("ns", "data").resource("s3://mybucket/**").build(),
+        agent("ns", "a", Profile::Review),
+        grant("ns", "g", "a", &["s3::get"])
+            .exception("data", None, Some("s3://MyBucket/**"), None)
+            .build(),
+    ]);
+    assert_eq!(verdict(&e, "ns/a", "s3::get").all_authorized, Some(true));
+}
