@@ -451,7 +451,10 @@ fn uri_spellings_toolgraph_keeps_apart_meet_the_deny() {
         ("s3://bucket/x", "s3://bucket/x#part"),
     ] {
         let e = engine(vec![
-            server("ns", "s3").tools(&["get"]).reads("get", read).build(),
+            server("ns", "s3")
+                .tools(&["get"])
+                .reads("get", read)
+                .build(),
             deny("ns", "data").resource(governed).build(),
             agent("ns", "a", Profile::Strict),
             grant("ns", "g", "a", &["s3::get"]).build(),
