@@ -186,7 +186,12 @@ impl Engine {
         // evidence), as Toolgraph merges them.
         idx.sort_unstable();
         let mut out: Vec<&'a CAccess> = Vec::with_capacity(idx.len());
-        let mut seen: std::collections::HashMap<(Mode, &str), usize> = Default::default();
+        if idx.len() < 2 {
+            out.extend(idx.into_iter().map(|i| &s.access[i]));
+            return out;
+        }
+        let mut seen: std::collections::HashMap<(Mode, &str), usize> =
+            std::collections::HashMap::with_capacity(idx.len());
         for a in idx.into_iter().map(|i| &s.access[i]) {
             match seen.get(&(a.mode, a.pattern.as_str())) {
                 None => {

@@ -383,6 +383,7 @@ fn item8_one_tool_bound_twice_is_one_edge() {
         engine(vec![
             server("ns", "fs")
                 .tools(&["purge", "read"])
+                .reads_unbacked("read", "file:///srv/./a")
                 .reads("read", "file:///srv/a")
                 .build(),
             guard.build(),
@@ -416,12 +417,13 @@ fn item8_one_tool_bound_twice_is_one_edge() {
     );
     let v = verdict(&both_unbacked, "ns/bot", "fs::purge");
     assert_eq!(v.deny_paths.len(), 1);
-    assert_eq!(
-        verdict(&both_unbacked, "ns/bot", "fs::read")
-            .deny_paths
-            .len(),
-        1
-    );
+    // Two spellings of one READS edge, one of them backed: one path, backed, no row.
+    let v = verdict(&both_unbacked, "ns/bot", "fs::read");
+    assert_eq!(v.deny_paths.len(), 1);
+    let access = v.deny_paths[0].provenance.as_ref().unwrap();
+    assert_eq!(access.evidence.as_deref(), Some("src.rs::read"));
+    let reads = both_unbacked.evaluator(now()).unbacked_edges(false);
+    assert!(reads.iter().all(|r| r.edge != "READS"), "{reads:?}");
 
     // Either binding citing evidence backs the edge; the path shows that binding.
     let one_backed = estate(deny("ns", "guard").tool_unbacked("purge").tool("fs::purge"));
