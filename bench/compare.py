@@ -159,7 +159,7 @@ for ag, tool in meta["pairs"]:
     verdicts[va] = verdicts.get(va, 0) + 1
     if va != vb:
         mismatches.append(f"check-access {ag} {tool}: Toolgraph {va}, mcpgov {vb}")
-    elif va == "DENY":
+    elif va in ("DENY", "NOT_GRANTED"):  # NOT_GRANTED lists the deny rows granting would cross
         ea = {(e.get("resource"), e["policy"], e["classification"]) for e in a["deny_evidence"]}
         eb = {(p.get("resource"), strip(p["policy"]), CLS.get(p["classification"], p["classification"]))
               for p in b["denyPaths"]}
@@ -176,7 +176,9 @@ if ba != bb:
     mismatches.append(f"blast-radius {QR}: only Toolgraph {sorted(ba - bb)}; only mcpgov {sorted(bb - ba)}")
 
 chk = json.loads(run([MG, "check", *mg_common, "-o", "json"], ok=(0, 1)))
-aud = tg_json("audit-report")["summary"]["counts"]
+tg_aud = tg_json("audit-report")
+aud = tg_aud["summary"]["counts"]
+mg_aud = mg_json("audit-report")
 print("\nAnswer check", file=sys.stderr)
 print(f"  unsafe-tools: {len(meta['sample_agents'])} agents, {checked_rows} distinct rows compared", file=sys.stderr)
 print(f"  check-access: {len(meta['pairs'])} pairs, Toolgraph verdicts {verdicts}", file=sys.stderr)
@@ -185,11 +187,17 @@ print(f"  Toolgraph audit counts: violations {aud['unsafe_violations']}, excepti
       f"{aud['authorized_but_governed']}, drifted {aud['drifted_tools']}", file=sys.stderr)
 mg_summary = chk.get("summary", {k: v for k, v in chk.items() if not isinstance(v, list)})
 print(f"  mcpgov check summary: {json.dumps(mg_summary)[:300]}", file=sys.stderr)
+# The audit reports count alike: violation and exception rows, drifted tools (a tool
+# two objects name is one; `check`'s summary counts Drift findings, one per object),
+# and decide the same status (fail on violations or drift, warn on other findings).
+mg_counts = mg_aud["counts"]
 for tg_name, mg_name in (("unsafe_violations", "violations"), ("authorized_but_governed", "exceptions"),
                          ("drifted_tools", "drift")):
-    if aud.get(tg_name) != mg_summary.get(mg_name):
+    if aud.get(tg_name) != mg_counts.get(mg_name):
         mismatches.append(f"audit counts: Toolgraph {tg_name} {aud.get(tg_name)}, "
-                          f"mcpgov {mg_name} {mg_summary.get(mg_name)}")
+                          f"mcpgov {mg_name} {mg_counts.get(mg_name)}")
+if tg_aud["status"] != mg_aud["status"]:
+    mismatches.append(f"audit status: Toolgraph {tg_aud['status']}, mcpgov {mg_aud['status']}")
 
 # ---------------------------------------------------------------- table
 def fmt(x):
@@ -232,5 +240,5 @@ if mismatches:
     for m in mismatches:
         print("  " + m)
     sys.exit(1)
-print("\nAnswers agree: unsafe-tools rows, check-access verdicts (and deny paths), blast-radius, "
-      "audit counts.")
+print("\nAnswers agree: unsafe-tools rows, check-access verdicts (and deny paths of DENY and "
+      "NOT_GRANTED), blast-radius, audit counts and status.")

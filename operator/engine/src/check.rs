@@ -351,7 +351,14 @@ impl Evaluator<'_> {
             grants: self.engine.grants.len(),
             violations: summary.violations,
             exceptions: summary.exceptions,
-            drift: self.drift().len(),
+            // Drifted tools, as Toolgraph counts them: a tool two objects name is one
+            // (`check`'s summary counts the Drift findings, one per object).
+            drift: self
+                .drift()
+                .iter()
+                .map(|d| d.tool.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .len(),
             unresolved: summary.unresolved,
             invalid: summary.invalid,
             unmapped_tools: self.unmapped_tools().len(),
@@ -360,16 +367,45 @@ impl Evaluator<'_> {
             destructive_unsafeguarded: self.destructive_unsafeguarded().len(),
             annotation_contradictions: self.annotation_contradictions().len(),
         };
+        // Toolgraph's rule: violations and drifted tools fail, any other finding
+        // warns. mcpgov also fails on input it could not use (Toolgraph refuses such a
+        // manifest before there is anything to audit).
+        let c = &counts;
         let mut failures = Vec::new();
-        if counts.violations > 0 {
-            failures.push(format!("{} deny-policy violation(s)", counts.violations));
+        for (n, what) in [
+            (c.violations, "deny-policy violation(s)"),
+            (c.drift, "drifted tool(s)"),
+            (c.invalid, "invalid input(s)"),
+        ] {
+            if n > 0 {
+                failures.push(format!("{n} {what}"));
+            }
         }
-        if counts.invalid > 0 {
-            failures.push(format!("{} invalid input(s)", counts.invalid));
+        let mut warnings = Vec::new();
+        for (n, what) in [
+            (c.exceptions, "authorized-but-governed path(s)"),
+            (c.unresolved, "unresolved reference(s)"),
+            (c.unmapped_tools, "unmapped tool(s)"),
+            (c.unbacked_edges, "unbacked edge(s)"),
+            (c.orphan_policies, "orphan policy(ies)"),
+            (
+                c.destructive_unsafeguarded,
+                "destructive tool(s) with no policy path",
+            ),
+            (c.annotation_contradictions, "annotation contradiction(s)"),
+        ] {
+            if n > 0 {
+                warnings.push(format!("{n} {what}"));
+            }
         }
         AuditReport {
-            status: if failures.is_empty() { "pass" } else { "fail" },
+            status: match (failures.is_empty(), warnings.is_empty()) {
+                (false, _) => "fail",
+                (true, false) => "warn",
+                (true, true) => "pass",
+            },
             failures,
+            warnings,
             counts,
             violations: findings
                 .into_iter()
@@ -402,9 +438,11 @@ pub struct AuditCounts {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditReport {
-    /// `pass` or `fail` (any violation or invalid input fails).
+    /// `fail` (a violation, a drifted tool or invalid input), `warn` (any other
+    /// finding counted below), or `pass`.
     pub status: &'static str,
     pub failures: Vec<String>,
+    pub warnings: Vec<String>,
     pub counts: AuditCounts,
     pub violations: Vec<Finding>,
 }

@@ -4,9 +4,9 @@
 //! exactly these inputs, and a property test checks that no agent outside the reported
 //! impact changes.
 
-use crate::glob::name_matches;
-use crate::index::Engine;
-use crate::key::Selector;
+use crate::glob::{has_glob, name_matches};
+use crate::index::{CPolicy, Engine};
+use crate::key::{Selector, ToolId};
 use crate::model::ObjKey;
 use std::collections::BTreeSet;
 
@@ -44,6 +44,57 @@ impl Engine {
         self.grants_matching_server(key)
             .into_iter()
             .filter_map(|g| self.grants.get(&g))
+            .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+            .collect()
+    }
+
+    /// The tools a Policy's literal tool bindings name in its scope: the governance
+    /// that remembers a tool after its server stops exposing it.
+    pub(crate) fn remembered_by(&self, p: &CPolicy) -> Vec<ToolId> {
+        let home = &p.input.key.namespace;
+        p.tools
+            .iter()
+            .filter_map(|(sel, _)| sel.literal_id(home))
+            .filter(|id| self.policy_scope_covers(home, &id.namespace))
+            .collect()
+    }
+
+    /// Grants with a bare name that a literal tool binding of Policy `key` can make
+    /// resolve differently (to a remembered drifted tool, or ambiguous with one).
+    pub(crate) fn grants_remembering(&self, key: &ObjKey) -> BTreeSet<ObjKey> {
+        let Some(p) = self.policies.get(key) else {
+            return BTreeSet::new();
+        };
+        let ids = self.remembered_by(p);
+        if ids.is_empty() {
+            return BTreeSet::new();
+        }
+        let sees = |home: &str, id: &ToolId| {
+            match self.servers.get(&ObjKey::new(&id.namespace, &id.server)) {
+                Some(s) => s.visible_from(home),
+                // A server that does not exist is remembered in its own namespace only.
+                None => id.namespace == home,
+            }
+        };
+        self.grants
+            .values()
+            .filter(|g| {
+                let home = &g.input.key.namespace;
+                g.selectors.iter().any(|s| {
+                    s.is_bare()
+                        && !has_glob(&s.tool)
+                        && ids.iter().any(|id| id.name == s.tool && sees(home, id))
+                })
+            })
+            .map(|g| g.input.key.clone())
+            .collect()
+    }
+
+    /// The agents these Grants name.
+    pub(crate) fn agents_of(&self, grants: &BTreeSet<ObjKey>) -> BTreeSet<ObjKey> {
+        grants
+            .iter()
+            .filter_map(|g| self.grants.get(g))
             .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
             .collect()
     }

@@ -164,9 +164,23 @@ fn compile_server(input: Server) -> CServer {
 fn compile_policy(input: Policy) -> CPolicy {
     let mut problems = Vec::new();
     let mut resources = Vec::new();
+    // Spellings of one URI are one GOVERNED_BY edge (backed when one of them cites
+    // evidence), as Toolgraph merges them after canonicalising.
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for b in &input.resources {
         match compile_uri(&b.uri) {
-            Ok(p) => resources.push((p, b.provenance.clone())),
+            Ok(p) => match seen.get(p.as_str()) {
+                None => {
+                    seen.insert(p.as_str().to_string(), resources.len());
+                    resources.push((p, b.provenance.clone()));
+                }
+                Some(&i) => {
+                    let prov: &mut Provenance = &mut resources[i].1;
+                    if prov.is_unbacked() {
+                        *prov = b.provenance.clone();
+                    }
+                }
+            },
             Err(m) => problems.push(invalid(Kind::Policy, &input.key, "InvalidURI", m)),
         }
     }
@@ -298,6 +312,10 @@ pub struct Engine {
     /// resources can meet instead of comparing with every binding of every Policy.
     pub(crate) policies_by_uri: HashMap<String, BTreeSet<ObjKey>>,
     pub(crate) broad_policies: BTreeSet<ObjKey>,
+    /// Server -> tool name -> the Policies whose literal tool bindings (in scope) name
+    /// that tool: governance that still remembers a tool after its server stops
+    /// exposing it, which bare names resolve to (see `resolve_bare`).
+    pub(crate) policy_tool_refs: BTreeMap<ObjKey, BTreeMap<String, BTreeSet<ObjKey>>>,
     /// Each tool's reach, computed on first use and kept across evaluators: it depends
     /// only on the tool's server and the Policies, so a change drops just the entries
     /// it can move (a server's tools; the tools a Policy reaches before or after).
@@ -321,6 +339,7 @@ impl Engine {
             grants_by_tool: HashMap::new(),
             policies_by_uri: HashMap::new(),
             broad_policies: BTreeSet::new(),
+            policy_tool_refs: BTreeMap::new(),
             reach_cache: Mutex::new(HashMap::new()),
             overlap_memo: Default::default(),
             cover_memo: Default::default(),
@@ -441,7 +460,8 @@ impl Engine {
         let mut stale_grants = match kind {
             Kind::MCPServer => self.grants_matching_server(&key),
             Kind::Grant => BTreeSet::from([key.clone()]),
-            _ => BTreeSet::new(),
+            Kind::Policy => self.grants_remembering(&key),
+            Kind::Agent => BTreeSet::new(),
         };
         let mut stale_reach = self.stale_reach(kind, &key);
         self.remove(kind, &key);
@@ -462,6 +482,14 @@ impl Engine {
                 {
                     self.broad_policies.insert(key.clone());
                 }
+                for id in self.remembered_by(&compiled) {
+                    self.policy_tool_refs
+                        .entry(ObjKey::new(&id.namespace, &id.server))
+                        .or_default()
+                        .entry(id.name.clone())
+                        .or_default()
+                        .insert(key.clone());
+                }
                 self.policies.insert(key.clone(), compiled);
             }
             Object::Agent(a) => {
@@ -476,8 +504,14 @@ impl Engine {
                 self.grants.insert(key.clone(), compile_grant(g));
             }
         }
-        if kind == Kind::MCPServer {
-            stale_grants.extend(self.grants_matching_server(&key));
+        match kind {
+            Kind::MCPServer => stale_grants.extend(self.grants_matching_server(&key)),
+            Kind::Policy => stale_grants.extend(self.grants_remembering(&key)),
+            Kind::Agent | Kind::Grant => {}
+        }
+        if kind == Kind::Policy {
+            // A Grant whose bare name now finds (or no longer finds) a remembered tool.
+            impact.agents.extend(self.agents_of(&stale_grants));
         }
         self.refresh_granted(stale_grants);
         stale_reach.extend(self.stale_reach(kind, &key));
@@ -491,11 +525,15 @@ impl Engine {
 
     /// Remove one object. Returns the agents that can be affected.
     pub fn delete(&mut self, kind: Kind, key: &ObjKey) -> Impact {
-        let impact = self.impact_of(kind, key);
+        let mut impact = self.impact_of(kind, key);
         let stale_grants = match kind {
             Kind::MCPServer => self.grants_matching_server(key),
-            _ => BTreeSet::new(),
+            Kind::Policy => self.grants_remembering(key),
+            Kind::Agent | Kind::Grant => BTreeSet::new(),
         };
+        if kind == Kind::Policy {
+            impact.agents.extend(self.agents_of(&stale_grants));
+        }
         let stale_reach = self.stale_reach(kind, key);
         if self.remove(kind, key) {
             self.refresh_granted(stale_grants);
@@ -607,6 +645,20 @@ impl Engine {
                     }
                 }
                 self.broad_policies.remove(key);
+                for id in self.remembered_by(&p) {
+                    let server = ObjKey::new(&id.namespace, &id.server);
+                    if let Some(names) = self.policy_tool_refs.get_mut(&server) {
+                        if let Some(set) = names.get_mut(&id.name) {
+                            set.remove(key);
+                            if set.is_empty() {
+                                names.remove(&id.name);
+                            }
+                        }
+                        if names.is_empty() {
+                            self.policy_tool_refs.remove(&server);
+                        }
+                    }
+                }
                 true
             }
             Kind::Agent => self.agents.remove(key).is_some(),

@@ -356,58 +356,98 @@ impl Evaluator<'_> {
     }
 
     /// unbacked-edges: READS/WRITES/GOVERNED_BY (and CAN_CALL) edges with no evidence.
+    /// One row per edge, as Toolgraph has one edge per pair of nodes: several authored
+    /// bindings of one edge (`fs::purge` and `purge` in one Policy, two spellings of a
+    /// URI, two Grants of one tool) are one edge, backed when any of them cites
+    /// evidence; the row names the first authored object.
     pub fn unbacked_edges(&self, include_grants: bool) -> Vec<UnbackedRow> {
         let e = self.engine;
-        let mut out = BTreeSet::new();
-        let row = |edge, from: String, to: String, object: String, p: &Provenance| UnbackedRow {
-            edge,
-            from,
-            to,
-            object,
-            source: p.source,
-            confidence: p.confidence,
+        // (edge, from, to) -> (backed, the first object and provenance)
+        type Edges = BTreeMap<(&'static str, String, String), (bool, String, Provenance)>;
+        let mut edges: Edges = BTreeMap::new();
+        let mut add = |edge, from: String, to: String, object: String, p: &Provenance| {
+            let entry = edges
+                .entry((edge, from, to))
+                .or_insert_with(|| (false, object, p.clone()));
+            entry.0 |= !p.is_unbacked();
         };
-        for s in e.servers() {
-            for a in s.data_access.iter().filter(|a| a.provenance.is_unbacked()) {
-                out.insert(row(
+        for s in e.servers.values() {
+            let key = &s.input.key;
+            for a in &s.access {
+                add(
                     a.mode.edge(),
-                    format!("{}/{}::{}", s.key.namespace, s.key.name, a.tool),
-                    a.resource.clone(),
-                    format!("MCPServer {}", s.key),
+                    format!("{}/{}::{}", key.namespace, key.name, a.tool),
+                    a.pattern.as_str().to_string(),
+                    format!("MCPServer {key}"),
                     &a.provenance,
-                ));
+                );
             }
         }
-        for p in e.policies() {
-            let bindings = p
-                .resources
-                .iter()
-                .map(|b| (&b.uri, &b.provenance))
-                .chain(p.tools.iter().map(|b| (&b.tool, &b.provenance)));
-            for (from, prov) in bindings.filter(|(_, prov)| prov.is_unbacked()) {
-                out.insert(row(
+        // Tools a bare binding governs: every known tool of that name in scope.
+        let mut known: Option<BTreeSet<ToolId>> = None;
+        for p in e.policies.values() {
+            let key = &p.input.key;
+            let object = format!("Policy {key}");
+            for (pattern, prov) in &p.resources {
+                add(
                     "GOVERNED_BY",
-                    from.clone(),
-                    p.key.to_string(),
-                    format!("Policy {}", p.key),
+                    pattern.as_str().to_string(),
+                    key.to_string(),
+                    object.clone(),
                     prov,
-                ));
+                );
             }
-        }
-        if include_grants {
-            for g in e.grants().filter(|g| g.provenance.is_unbacked()) {
-                for t in &g.tools {
-                    out.insert(row(
-                        "CAN_CALL",
-                        format!("{}/{}", g.key.namespace, g.agent),
-                        t.clone(),
-                        format!("Grant {}", g.key),
-                        &g.provenance,
-                    ));
+            for (sel, prov) in &p.tools {
+                let home = &key.namespace;
+                let mut tools: Vec<String> = Vec::new();
+                if let Some(id) = sel.literal_id(home) {
+                    tools.push(id.to_string());
+                } else if sel.is_bare() && !has_glob(&sel.tool) {
+                    let known = known.get_or_insert_with(|| e.known_tools());
+                    tools.extend(
+                        known
+                            .iter()
+                            .filter(|id| id.name == sel.tool)
+                            .filter(|id| e.policy_scope_covers(home, &id.namespace))
+                            .map(ToString::to_string),
+                    );
+                }
+                if tools.is_empty() {
+                    // A glob, or a bare name no known tool has: the binding itself.
+                    tools.push(sel.raw.clone());
+                }
+                for from in tools {
+                    add("GOVERNED_BY", from, key.to_string(), object.clone(), prov);
                 }
             }
         }
-        out.into_iter().collect()
+        if include_grants {
+            for agent in e.grants_by_agent.keys() {
+                for (id, by) in self.granted_tools(agent) {
+                    for g in &by {
+                        add(
+                            "CAN_CALL",
+                            agent.to_string(),
+                            id.to_string(),
+                            format!("Grant {}", g.grant),
+                            &g.provenance,
+                        );
+                    }
+                }
+            }
+        }
+        edges
+            .into_iter()
+            .filter(|(_, (backed, _, _))| !backed)
+            .map(|((edge, from, to), (_, object, p))| UnbackedRow {
+                edge,
+                from,
+                to,
+                object,
+                source: p.source,
+                confidence: p.confidence,
+            })
+            .collect()
     }
 
     /// destructive-unsafeguarded: destructive-hinted tools with no policy path at all.

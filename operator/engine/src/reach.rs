@@ -181,9 +181,30 @@ impl Engine {
                 .copied()
                 .filter(|&i| crate::glob::name_matches(&s.access[i].tool, &id.name)),
         );
-        // Authored order, as a scan would give.
+        // Authored order, as a scan would give; one READS/WRITES edge per resource
+        // pattern and mode, however many entries name it (backed when one cites
+        // evidence), as Toolgraph merges them.
         idx.sort_unstable();
-        idx.into_iter().map(|i| &s.access[i]).collect()
+        let mut out: Vec<&'a CAccess> = Vec::with_capacity(idx.len());
+        if idx.len() < 2 {
+            out.extend(idx.into_iter().map(|i| &s.access[i]));
+            return out;
+        }
+        let mut seen: std::collections::HashMap<(Mode, &str), usize> =
+            std::collections::HashMap::with_capacity(idx.len());
+        for a in idx.into_iter().map(|i| &s.access[i]) {
+            match seen.get(&(a.mode, a.pattern.as_str())) {
+                None => {
+                    seen.insert((a.mode, a.pattern.as_str()), out.len());
+                    out.push(a);
+                }
+                Some(&i) if out[i].provenance.is_unbacked() && !a.provenance.is_unbacked() => {
+                    out[i] = a;
+                }
+                Some(_) => {}
+            }
+        }
+        out
     }
 
     /// Whether Policy `p` reaches tool `id` at all (directly or through a resource):
@@ -223,20 +244,25 @@ impl Engine {
         if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
             return;
         }
-        for (sel, prov) in &p.tools {
-            if sel.matches(id, &p.input.key.namespace) {
-                out.push(PolicyPath {
-                    policy: p.input.key.clone(),
-                    effect: p.input.effect,
-                    access: None,
-                    binding: sel.raw.clone(),
-                    policy_provenance: prov.clone(),
-                    patterns: None,
-                    policy_name: p.input.key.to_string(),
-                    tail: path_tail(id, None, &p.input.key),
-                    undecided: false,
-                });
-            }
+        // One GOVERNED_BY edge from the tool to the Policy, however many bindings name
+        // it (`fs::purge` and `purge`): Toolgraph merges them into one edge. It shows
+        // the first binding that cites evidence (the edge is backed when one does).
+        let matching = p
+            .tools
+            .iter()
+            .filter(|(sel, _)| sel.matches(id, &p.input.key.namespace));
+        if let Some((sel, prov)) = preferred(matching) {
+            out.push(PolicyPath {
+                policy: p.input.key.clone(),
+                effect: p.input.effect,
+                access: None,
+                binding: sel.raw.clone(),
+                policy_provenance: prov.clone(),
+                patterns: None,
+                policy_name: p.input.key.to_string(),
+                tail: path_tail(id, None, &p.input.key),
+                undecided: false,
+            });
         }
         for a in access {
             for (pattern, prov) in &p.resources {
@@ -282,9 +308,11 @@ impl Engine {
             .collect()
     }
 
-    /// The first of `exceptions` (see `live_exceptions`) that covers `path`, if any,
-    /// deciding within `budget` (the agent's). `Err` when none was shown to cover it
-    /// and at least one could not be decided: the path stays a violation.
+    /// The most specific of `exceptions` (see `live_exceptions`) that covers `path`,
+    /// if any, deciding within `budget` (the agent's): one naming a resource before
+    /// one that does not, then one naming a tool, then authored order (Toolgraph shows
+    /// the reason of the exception with a resource). `Err` when none was shown to
+    /// cover it and at least one could not be decided: the path stays a violation.
     pub(crate) fn covering_exception<'a>(
         &self,
         exceptions: &[(&'a ObjKey, &'a CException)],
@@ -300,9 +328,14 @@ impl Engine {
         let Some(policy) = self.policies.get(&path.policy) else {
             return Ok(None);
         };
+        let specificity =
+            |e: &CException| 2 * u8::from(e.resource.is_some()) + u8::from(e.tool.is_some());
+        let mut best: Option<(&'a ObjKey, &'a CException)> = None;
         let mut undecided = false;
         for &(gk, e) in exceptions {
-            if !policy.input.allows_exceptions_from(&gk.namespace) {
+            if best.is_some_and(|(_, b)| specificity(b) >= specificity(e))
+                || !policy.input.allows_exceptions_from(&gk.namespace)
+            {
                 continue;
             }
             match self.exception_covers(
@@ -315,12 +348,16 @@ impl Engine {
                 budget,
                 paid,
             ) {
-                Ok(true) => return Ok(Some((gk, e))),
+                Ok(true) => best = Some((gk, e)),
                 Ok(false) => {}
                 Err(OverBudget) => undecided = true,
             }
         }
-        if undecided { Err(OverBudget) } else { Ok(None) }
+        match best {
+            Some(b) => Ok(Some(b)),
+            None if undecided => Err(OverBudget),
+            None => Ok(None),
+        }
     }
 
     /// Whether exception `e` (of a Grant in `home`) covers `path` of `tool` at `now`.
@@ -355,6 +392,24 @@ impl Engine {
                 .covers(excused, access, governed, budget, paid),
         }
     }
+}
+
+/// Of several bindings that make one edge, the first that cites evidence, else the
+/// first: the edge is backed when any of its bindings is.
+pub(crate) fn preferred<'a, T>(
+    bindings: impl Iterator<Item = &'a (T, Provenance)>,
+) -> Option<&'a (T, Provenance)>
+where
+    T: 'a,
+{
+    let mut first = None;
+    for b in bindings {
+        if !b.1.is_unbacked() {
+            return Some(b);
+        }
+        first.get_or_insert(b);
+    }
+    first
 }
 
 /// A fresh budget for the exception coverage of one agent (or one Grant's findings).

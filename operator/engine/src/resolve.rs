@@ -4,6 +4,7 @@
 use crate::glob::{has_glob, name_matches};
 use crate::index::{CServer, Engine};
 use crate::key::{Selector, ToolId};
+use crate::model::ObjKey;
 use serde::Serialize;
 
 /// What one selector of a Grant (or one tool argument of a query) resolved to.
@@ -99,7 +100,7 @@ impl Engine {
         } else {
             // The common case: one named server, found without a scan.
             self.servers
-                .get(&crate::model::ObjKey::new(ns_pat, server_pat))
+                .get(&ObjKey::new(ns_pat, server_pat))
                 .into_iter()
                 .collect()
         };
@@ -139,39 +140,87 @@ impl Engine {
     /// A bare name resolves among the servers of `home` first, and looks at servers
     /// other namespaces share with `home` only when none of its own matches: another
     /// namespace sharing a namesake must not be able to make a team's Grant ambiguous
-    /// (a denial of service the team could not prevent). See docs/semantics.md.
+    /// (a denial of service the team could not prevent). A literal bare name also
+    /// finds a tool that is no longer exposed but that governance still remembers
+    /// (see [`Engine::remembers`]), as a drifted tool: a bare name must not lose its
+    /// tool, and with it the tool's deny paths, when a crawl stops listing it.
+    /// See docs/semantics.md, "Tool keys and resolution".
     fn resolve_bare(&self, pattern: &str, home: &str) -> Resolution {
-        let own = self
+        // Own servers, and the servers only a Policy of this namespace (or the
+        // governance namespace) still names: an MCPServer deleted while a Policy
+        // governs its tools is remembered in its own namespace.
+        let mut own: Vec<&ObjKey> = self
             .servers
-            .range(crate::model::ObjKey::new(home, "")..)
+            .range(ObjKey::new(home, "")..)
             .take_while(|(k, _)| k.namespace == home)
-            .map(|(_, s)| s);
-        let found = Self::bare_among(own, pattern);
+            .map(|(k, _)| k)
+            .collect();
+        own.extend(
+            self.policy_tool_refs
+                .range(ObjKey::new(home, "")..)
+                .take_while(|(k, _)| k.namespace == home)
+                .map(|(k, _)| k)
+                .filter(|k| !self.servers.contains_key(*k)),
+        );
+        own.sort();
+        let found = self.bare_among(own.into_iter(), pattern);
         if !matches!(found, Resolution::NotFound) {
             return found;
         }
         let shared = self
             .servers
-            .values()
-            .filter(|s| s.input.key.namespace != home && s.visible_from(home));
-        Self::bare_among(shared, pattern)
+            .iter()
+            .filter(|(k, s)| k.namespace != home && s.visible_from(home))
+            .map(|(k, _)| k);
+        self.bare_among(shared, pattern)
     }
 
-    fn bare_among<'a>(servers: impl Iterator<Item = &'a CServer>, pattern: &str) -> Resolution {
+    fn bare_among<'a>(
+        &self,
+        servers: impl Iterator<Item = &'a ObjKey>,
+        pattern: &str,
+    ) -> Resolution {
+        let literal = !has_glob(pattern);
         let mut tools = Vec::new();
         let mut matched = 0;
-        for s in servers {
+        let mut drifted = false;
+        for key in servers {
             let before = tools.len();
-            tools.extend(s.matching_tools(pattern));
+            let server = self.servers.get(key);
+            if let Some(s) = server {
+                tools.extend(s.matching_tools(pattern));
+            }
+            if tools.len() == before && literal && self.remembers(key, pattern) {
+                tools.push(ToolId::new(&key.namespace, &key.name, pattern));
+                drifted = true;
+            }
             if tools.len() > before {
                 matched += 1;
             }
         }
         match matched {
             0 => Resolution::NotFound,
+            1 if drifted => Resolution::Drifted {
+                tool: tools.remove(0),
+            },
             1 => Resolution::Resolved { tools },
             _ => Resolution::Ambiguous { candidates: tools },
         }
+    }
+
+    /// Whether governance still names tool `name` of server `server` literally: a
+    /// dataAccess entry of the server itself, or a literal tool binding of a Policy
+    /// that governs the server's namespace. Grants do not count: a Grant states what
+    /// its agent may call, not what exists, and a Grant of another namespace must not
+    /// change what a bare name means here.
+    pub(crate) fn remembers(&self, server: &ObjKey, name: &str) -> bool {
+        self.servers
+            .get(server)
+            .is_some_and(|s| s.access_by_tool.contains_key(name))
+            || self
+                .policy_tool_refs
+                .get(server)
+                .is_some_and(|names| names.contains_key(name))
     }
 
     /// Parse and resolve a tool argument of a query (`server::tool`, `ns/server::tool`
@@ -202,7 +251,7 @@ impl Engine {
         });
         let by_access = self
             .servers
-            .get(&crate::model::ObjKey::new(&id.namespace, &id.server))
+            .get(&ObjKey::new(&id.namespace, &id.server))
             .is_some_and(|s| s.access.iter().any(|a| a.tool == id.name));
         by_grant || by_policy || by_access
     }

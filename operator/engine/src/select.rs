@@ -62,10 +62,11 @@ pub fn reasons_of(v: &AccessVerdict) -> Vec<Reason> {
         .deny_paths
         .iter()
         .any(|p| p.classification == Classification::Violation);
+    // Also for a tool that is not granted: its deny paths say what granting it would
+    // cross (Toolgraph's reasons after NOT_GRANTED).
     if violation {
         out.push(Reason::DenyViolation);
-    }
-    if v.verdict == VerdictKind::Deny && !violation {
+    } else if !v.deny_paths.is_empty() {
         out.push(Reason::DenyException);
     }
     if v.drifted {
@@ -77,26 +78,44 @@ pub fn reasons_of(v: &AccessVerdict) -> Vec<Reason> {
     out
 }
 
-/// Any edge the verdict rests on that cites no evidence.
-fn has_unbacked_edge(v: &AccessVerdict, reach: Option<&ToolReach>) -> bool {
-    v.granted_by.iter().any(|g| g.provenance.is_unbacked())
-        || v.deny_paths.iter().any(|p| {
-            p.policy_provenance.is_unbacked()
-                || p.provenance.as_ref().is_some_and(Provenance::is_unbacked)
-        })
-        || reach.is_some_and(|r| r.access.iter().any(|a| a.provenance.is_unbacked()))
+/// Whether the tool's evidence chain has an edge that cites no evidence, as Toolgraph
+/// counts it: any of the tool's READS/WRITES edges, or any GOVERNED_BY binding (Deny or
+/// Allow) that reaches the tool, directly or on a resource it touches. The Grant is
+/// not part of it: a grant declares intent, it claims nothing about the world
+/// (unbacked-edges leaves CAN_CALL out unless asked, for the same reason).
+fn has_unbacked_edge(reach: Option<&ToolReach>) -> bool {
+    reach.is_some_and(|r| {
+        r.access.iter().any(|a| a.provenance.is_unbacked())
+            || r.paths.iter().any(|p| p.policy_provenance.is_unbacked())
+    })
 }
 
-/// Toolgraph's fixed table, first match wins.
-pub fn risk_score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
+/// Toolgraph's fixed table, first match wins; `None` when the candidate did not
+/// resolve to exactly one tool (not found, ambiguous): there are no facts to score,
+/// and 0.0 would read as "safe".
+pub fn risk_score(v: &AccessVerdict, reach: Option<&ToolReach>) -> Option<f64> {
+    resolved(v).then(|| score(v, reach))
+}
+
+/// Whether the verdict is about one known tool (anything but not-found or ambiguous).
+fn resolved(v: &AccessVerdict) -> bool {
+    v.found == Some(true)
+        && !matches!(
+            v.verdict,
+            VerdictKind::AgentNotFound | VerdictKind::ToolNotFound | VerdictKind::Ambiguous
+        )
+}
+
+/// The fixed table for a resolved tool (granted or not).
+fn score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
     let reasons = reasons_of(v);
-    if reasons.contains(&Reason::DenyViolation) && v.verdict == VerdictKind::Deny {
+    if reasons.contains(&Reason::DenyViolation) {
         1.0
     } else if v.drifted {
         0.8
-    } else if v.unmapped && v.found == Some(true) {
+    } else if v.unmapped {
         0.6
-    } else if has_unbacked_edge(v, reach) {
+    } else if has_unbacked_edge(reach) {
         0.4
     } else if reasons.contains(&Reason::DenyException) {
         0.2
@@ -113,9 +132,11 @@ pub struct Features {
     pub verdict: AccessVerdict,
     pub granted: bool,
     pub reasons: Vec<Reason>,
-    pub unbacked: bool,
+    /// Null when the candidate did not resolve to one tool (no facts).
+    pub unbacked: Option<bool>,
     pub annotations: Option<Annotations>,
-    pub risk_score: f64,
+    /// Null when the candidate did not resolve to one tool (no facts to score).
+    pub risk_score: Option<f64>,
 }
 
 /// eligible-tools: one candidate's decision under a profile.
@@ -195,7 +216,7 @@ impl Evaluator<'_> {
         Features {
             granted: !verdict.granted_by.is_empty(),
             reasons: reasons_of(&verdict),
-            unbacked: has_unbacked_edge(&verdict, reach),
+            unbacked: resolved(&verdict).then(|| has_unbacked_edge(reach)),
             annotations: reach.and_then(|r| r.catalog.as_ref().map(|c| c.annotations.clone())),
             risk_score: risk_score(&verdict, reach),
             verdict,
@@ -261,7 +282,7 @@ impl Evaluator<'_> {
                 let reasons = reasons_of(&verdict);
                 ToolDecision {
                     decision: decide(profile, &reasons),
-                    risk_score: risk_score(&verdict, Some(&reach)),
+                    risk_score: score(&verdict, Some(&reach)),
                     contract_digest: reach
                         .catalog
                         .as_ref()

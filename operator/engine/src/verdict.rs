@@ -303,12 +303,12 @@ impl<'e> Evaluator<'e> {
         v.drifted = reach.drifted();
         v.unmapped = reach.unmapped();
         v.granted_by = self.granted_tools(agent).remove(&id).unwrap_or_default();
+        // Deny paths are listed for a tool the agent is not granted too: what calling
+        // it would cross if it were granted (Toolgraph's deny rows of NOT_GRANTED).
+        v.deny_paths = self.deny_paths(agent, &reach);
         if v.granted_by.is_empty() {
             v.verdict = VerdictKind::NotGranted;
-            return v;
-        }
-        v.deny_paths = self.deny_paths(agent, &reach);
-        if v.deny_paths.is_empty() {
+        } else if v.deny_paths.is_empty() {
             v.verdict = VerdictKind::Allow;
         } else {
             v.verdict = VerdictKind::Deny;

@@ -77,8 +77,10 @@ const NS: [&str; 3] = ["a", "b", "mcpgov-system"];
 const TOOLS: [&str; 3] = ["t1", "t2", "t3"];
 const URIS: [&str; 5] = ["x:/1", "x:/2", "x:/*", "x:/**", "y:/1"];
 const SHARES: &[&[&str]] = &[&[], &["a"], &["*"]];
-const SELECTORS: [&str; 7] = [
-    "s1::t1", "s1::*", "s2::t2", "a/s1::t3", "b/s2::*", "t1", "s1::gone",
+// Bare names that a server's dataAccess or a Policy's literal binding can remember
+// after the tool drifts ("t3", "gone") exercise the bare-name rule of issue 16.
+const SELECTORS: [&str; 9] = [
+    "s1::t1", "s1::*", "s2::t2", "a/s1::t3", "b/s2::*", "t1", "s1::gone", "t3", "gone",
 ];
 
 fn object() -> impl Strategy<Value = Object> {

@@ -120,7 +120,7 @@ fn blast_radius_of_a_resource_a_glob_and_a_policy() {
 }
 
 #[test]
-fn audit_report_fails_on_violations_only() {
+fn audit_report_fails_on_violations_and_passes_a_clean_estate() {
     let e = estate();
     let report = e.evaluator(now()).audit_report();
     assert_eq!(report.status, "fail");

@@ -383,7 +383,7 @@ fn risk_scores_follow_the_fixed_table() {
             .build(),
     ]);
     let ev = e.evaluator(now());
-    let score = |t: &str| ev.features(&key("ns/a"), t).risk_score;
+    let score = |t: &str| ev.features(&key("ns/a"), t).risk_score.unwrap();
     assert_eq!(score("s::viol"), 1.0);
     assert_eq!(score("s::drifted"), 0.8);
     assert_eq!(score("s::unmapped"), 0.6);

@@ -134,6 +134,13 @@ impl PolicyB {
         });
         self
     }
+    pub fn tool_unbacked(mut self, sel: &str) -> Self {
+        self.0.tools.push(ToolBinding {
+            tool: sel.into(),
+            provenance: prov(""),
+        });
+        self
+    }
     pub fn exceptions_from(mut self, namespaces: &[&str]) -> Self {
         self.0.exception_namespaces = Some(namespaces.iter().map(|s| s.to_string()).collect());
         self
@@ -179,6 +186,13 @@ impl GrantB {
             owner: None,
             expires: expires.map(Into::into),
         });
+        self
+    }
+    /// Sets the reason of the last expected exception added.
+    pub fn because(mut self, reason: &str) -> Self {
+        if let Some(e) = self.0.expected_exceptions.last_mut() {
+            e.reason = reason.into();
+        }
         self
     }
     pub fn unbacked(mut self) -> Self {
