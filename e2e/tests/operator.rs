@@ -293,6 +293,46 @@ async fn bundle_configmap_holds_the_cli_bytes_and_follows_grants() {
     op.stop();
 }
 
+/// An expected exception stops excusing at its expiry second, not at the next resync
+/// (300 s here): the operator schedules a re-evaluation at the earliest expiry.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exception_expires_on_time() {
+    let client = client().await;
+    let ns = namespace(&client, "expiry").await;
+    let op = Operator::start(&ns, 300).await;
+    let _dir = setup(&client, &ns).await;
+    let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    violations(&agents, "vibe-coder", 1).await;
+    let expires = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(8);
+    apply(
+        &client,
+        &ns,
+        &format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {{name: notes}}
+spec:
+  agent: vibe-coder
+  tools: ["gw::read_note", "gw::publish_note"]
+  expectedExceptions: [{{policy: drafts-deny, reason: "until the review", expires: "{expires}"}}]
+"#
+        ),
+    )
+    .await
+    .unwrap();
+    violations(&agents, "vibe-coder", 0).await;
+    violations(&agents, "vibe-coder", 1).await;
+    let late = jiff::Timestamp::now().duration_since(expires);
+    println!("violation back {late:?} after the exception expired");
+    assert!(late >= jiff::SignedDuration::ZERO, "not before it expired");
+    assert!(
+        late < jiff::SignedDuration::from_secs(30),
+        "on time, not at a resync: {late:?}"
+    );
+    op.stop();
+}
+
 /// Issue 10, finding 4: a bundle name that names someone else's ConfigMap, or another
 /// Agent's bundle, is a conflict on the claimant; nothing is written or deleted.
 #[tokio::test(flavor = "multi_thread")]

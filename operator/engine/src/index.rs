@@ -400,6 +400,30 @@ impl Engine {
         self.grants.values().map(|g| &g.input)
     }
 
+    /// The earliest instant after `now` at which an expected exception expires: the
+    /// operator re-evaluates then, so an expired exception stops excusing on time.
+    pub fn next_expiry(&self, now: jiff::Timestamp) -> Option<jiff::Timestamp> {
+        self.grants
+            .values()
+            .flat_map(|g| g.exceptions.iter().filter_map(|e| e.expires))
+            .filter(|t| *t > now)
+            .min()
+    }
+
+    /// Agents with an expected exception that expires in `(after, until]`.
+    pub fn expiring(&self, after: jiff::Timestamp, until: jiff::Timestamp) -> BTreeSet<ObjKey> {
+        self.grants
+            .values()
+            .filter(|g| {
+                g.exceptions
+                    .iter()
+                    .filter_map(|e| e.expires)
+                    .any(|t| t > after && t <= until)
+            })
+            .map(|g| ObjKey::new(&g.input.key.namespace, &g.input.agent))
+            .collect()
+    }
+
     /// The Grants that name `agent`.
     pub fn grants_of(&self, agent: &ObjKey) -> impl Iterator<Item = &Grant> {
         self.grant_keys_of(agent)

@@ -85,6 +85,8 @@ pub(super) struct Index {
     /// Recent evaluation time per namespace (halved every pass): cheap namespaces are
     /// served first, so one tenant's expensive objects cannot hold up another's.
     pub ns_cost: BTreeMap<String, Duration>,
+    /// Expected exceptions expiring up to this instant have been re-evaluated.
+    expiry_seen: jiff::Timestamp,
 }
 
 /// The longest the first full pass waits for first crawls.
@@ -133,6 +135,7 @@ impl Index {
             first_crawl_grace: None,
             crawled: BTreeSet::new(),
             ns_cost: BTreeMap::new(),
+            expiry_seen: jiff::Timestamp::now(),
         }
     }
 
@@ -170,6 +173,19 @@ impl Index {
                     None => std::future::pending().await,
                 }
             };
+            // The next expected exception to expire: its agents are re-evaluated at that
+            // second, not at the next resync (an expired exception must stop excusing).
+            let expiry = self.engine.next_expiry(self.expiry_seen);
+            let expiry_due = async {
+                match expiry {
+                    Some(t) => {
+                        let wait = t.duration_since(jiff::Timestamp::now());
+                        let wait = Duration::try_from(wait).unwrap_or_default();
+                        tokio::time::sleep(wait + Duration::from_millis(5)).await
+                    }
+                    None => std::future::pending().await,
+                }
+            };
             let grace = self.first_crawl_grace;
             let grace_ends = async {
                 match grace {
@@ -202,6 +218,13 @@ impl Index {
                         self.metrics.evaluations.with_label_values(&["resync"]).inc();
                     }
                     _ = retry_sleep => self.due_retries(),
+                _ = expiry_due => {
+                    let now = jiff::Timestamp::now();
+                    let agents = self.engine.expiring(self.expiry_seen, now);
+                    tracing::info!(agents = agents.len(), "expected exceptions expired; re-evaluating");
+                    self.dirty.agents.extend(agents);
+                    self.expiry_seen = now;
+                }
                     _ = grace_ends => {}
                     changed = self.leadership.changes.changed() => {
                         if changed.is_err() {
