@@ -14,7 +14,7 @@ fn expensive_pair() -> (String, String) {
     (a, b)
 }
 
-const AGENTS: usize = 4;
+const AGENTS: usize = 6;
 
 fn attacker_estate() -> (String, String) {
     let (a, b) = expensive_pair();
