@@ -16,7 +16,10 @@ use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use files::{DEFAULT_MAX_FILE_BYTES, ReadLimits, SkippedFile, describe_size, parse_size};
+pub use files::{
+    DEFAULT_MAX_FILE_BYTES, ReadLimits, STDIN_ARG, STDIN_NAME, SkippedFile, describe_size,
+    is_stdin, parse_size,
+};
 
 /// The kinds of `mcpgov.io`.
 pub const KINDS: [&str; 4] = ["MCPServer", "Agent", "Policy", "Grant"];
@@ -109,12 +112,29 @@ impl Resource {
     }
 }
 
-/// Read every mcpgov object under `paths` (files, or directories walked recursively),
-/// each file within `limits`.
+/// Read every mcpgov object under `paths` (files, or directories walked recursively;
+/// `-` is standard input, at most once), each file within `limits`.
 pub fn load_paths(paths: &[PathBuf], limits: ReadLimits) -> Result<Load, InputErrors> {
     let mut load = Load::default();
     let mut errors = Vec::new();
+    let mut stdin_read = false;
     for p in paths {
+        if is_stdin(p) {
+            let file = PathBuf::from(STDIN_NAME);
+            if std::mem::replace(&mut stdin_read, true) {
+                errors.push(InputError {
+                    file,
+                    object: None,
+                    message: "standard input (`-`) is named more than once".into(),
+                });
+                continue;
+            }
+            match files::read_stdin(limits).and_then(|bytes| utf8(bytes, &file)) {
+                Ok(text) => load_into(&text, &file, &mut load, &mut errors),
+                Err(e) => errors.push(e),
+            }
+            continue;
+        }
         for src in files::sources(p, &mut load.skipped_files)? {
             match files::read(&src, limits).and_then(|bytes| utf8(bytes, &src.path)) {
                 Ok(text) => load_into(&text, &src.path, &mut load, &mut errors),

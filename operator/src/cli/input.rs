@@ -2,7 +2,7 @@
 //! What the loader skipped is said on stderr; what it refused is a `Failure::Input`.
 
 use super::Failure;
-use crate::manifest::{Load, Loaded, ReadLimits, Resource, load_paths, parse_size};
+use crate::manifest::{Load, Loaded, ReadLimits, Resource, is_stdin, load_paths, parse_size};
 use crate::text;
 use crate::validate::is_dns1123_label;
 use clap::Args;
@@ -13,7 +13,8 @@ use std::path::PathBuf;
 #[derive(Args, Clone, Debug)]
 pub struct InputArgs {
     /// Manifest files or directories (YAML, multi-document, `kind: List`); repeat the
-    /// flag or separate with commas. Positional arguments go before `-f`.
+    /// flag or separate with commas; `-` reads standard input (`./-` is a file named
+    /// `-`). Positional arguments go before `-f`.
     #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
     /// MCPServer objects with status (as `kubectl get mcpservers -A -o yaml` prints),
@@ -99,6 +100,11 @@ impl InputArgs {
                     text::quote(ns, 80)
                 )));
             }
+        }
+        if self.paths.iter().any(|p| is_stdin(p)) && self.catalog.iter().any(|p| is_stdin(p)) {
+            return Err(Failure::Input(
+                "standard input (`-`) can be read once: give it to -f or to --catalog".into(),
+            ));
         }
         let ns = self.namespace.as_str();
         let limits = self.read.limits();
