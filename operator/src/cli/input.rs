@@ -69,6 +69,15 @@ impl ReadArgs {
 pub struct Input {
     pub engine: Engine,
     pub now: jiff::Timestamp,
+    /// Where each object came from, keyed as findings name objects (`Kind ns/name`).
+    pub origins: BTreeMap<String, Origin>,
+}
+
+/// The file an object was read from (as given, or `<stdin>`) and its document's line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: Option<usize>,
 }
 
 fn kind_and_key(l: &Loaded, default_ns: &str) -> (&'static str, ObjKey) {
@@ -155,9 +164,23 @@ impl InputArgs {
         let config = EngineConfig {
             governance_namespace: self.governance_namespace.clone(),
         };
+        let origins = objects
+            .iter()
+            .map(|((kind, key), l)| {
+                let origin = Origin {
+                    file: l.file.clone(),
+                    line: l.line,
+                };
+                (format!("{kind} {key}"), origin)
+            })
+            .collect();
         let engine =
             Engine::from_snapshot(config, objects.values().map(|l| l.resource.to_engine(ns)));
-        Ok(Input { engine, now })
+        Ok(Input {
+            engine,
+            now,
+            origins,
+        })
     }
 }
 
@@ -192,6 +215,7 @@ fn merge_catalog(prev: &mut Loaded, next: &Loaded) -> bool {
             **a = (**b).clone();
             a.status = status;
             prev.file = next.file.clone();
+            prev.line = next.line;
             true
         }
         _ => false,
