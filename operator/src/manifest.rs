@@ -7,6 +7,7 @@
 
 mod files;
 mod json;
+mod lines;
 
 use crate::crd::{self, Agent, Grant, MCPServer, Policy, common::GROUP};
 use crate::text;
@@ -16,7 +17,10 @@ use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use files::{DEFAULT_MAX_FILE_BYTES, ReadLimits, SkippedFile, describe_size, parse_size};
+pub use files::{
+    DEFAULT_MAX_FILE_BYTES, ReadLimits, STDIN_ARG, STDIN_NAME, SkippedFile, describe_size,
+    is_stdin, parse_size,
+};
 
 /// The kinds of `mcpgov.io`.
 pub const KINDS: [&str; 4] = ["MCPServer", "Agent", "Policy", "Grant"];
@@ -33,6 +37,8 @@ pub enum Resource {
 #[derive(Clone, Debug)]
 pub struct Loaded {
     pub file: PathBuf,
+    /// The line its document starts on in `file`, when the loader could tell.
+    pub line: Option<usize>,
     pub resource: Resource,
 }
 
@@ -109,12 +115,29 @@ impl Resource {
     }
 }
 
-/// Read every mcpgov object under `paths` (files, or directories walked recursively),
-/// each file within `limits`.
+/// Read every mcpgov object under `paths` (files, or directories walked recursively;
+/// `-` is standard input, at most once), each file within `limits`.
 pub fn load_paths(paths: &[PathBuf], limits: ReadLimits) -> Result<Load, InputErrors> {
     let mut load = Load::default();
     let mut errors = Vec::new();
+    let mut stdin_read = false;
     for p in paths {
+        if is_stdin(p) {
+            let file = PathBuf::from(STDIN_NAME);
+            if std::mem::replace(&mut stdin_read, true) {
+                errors.push(InputError {
+                    file,
+                    object: None,
+                    message: "standard input (`-`) is named more than once".into(),
+                });
+                continue;
+            }
+            match files::read_stdin(limits).and_then(|bytes| utf8(bytes, &file)) {
+                Ok(text) => load_into(&text, &file, &mut load, &mut errors),
+                Err(e) => errors.push(e),
+            }
+            continue;
+        }
         for src in files::sources(p, &mut load.skipped_files)? {
             match files::read(&src, limits).and_then(|bytes| utf8(bytes, &src.path)) {
                 Ok(text) => load_into(&text, &src.path, &mut load, &mut errors),
@@ -168,8 +191,9 @@ fn load_into(text: &str, file: &Path, load: &mut Load, errors: &mut Vec<InputErr
             }
         }
     };
-    for (i, doc) in docs.into_iter().enumerate() {
-        collect(doc, file, i + 1, load, errors);
+    let lines = lines::assign(text, &docs);
+    for (i, (doc, line)) in docs.into_iter().zip(lines).enumerate() {
+        collect(doc, file, i + 1, line, load, errors);
     }
 }
 
@@ -326,14 +350,21 @@ fn classify(api_version: Option<&Value>, kind: &str) -> Result<bool, String> {
 
 /// One document: a List's items each in turn, an object of ours loaded, another API's
 /// object counted as skipped; every problem goes to `errors`.
-fn collect(doc: Value, file: &Path, index: usize, load: &mut Load, errors: &mut Vec<InputError>) {
+fn collect(
+    doc: Value,
+    file: &Path,
+    index: usize,
+    line: Option<usize>,
+    load: &mut Load,
+    errors: &mut Vec<InputError>,
+) {
     let is_list = {
         let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
         let av = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         kind == "List" || kind.ends_with("List") && av == "v1"
     };
     if !is_list {
-        match object(doc, file, index) {
+        match object(doc, file, index, line) {
             Ok(Doc::Ours(l)) => load.objects.push(l),
             Ok(Doc::Other) => load.skipped_documents += 1,
             Ok(Doc::Empty) => {}
@@ -348,7 +379,7 @@ fn collect(doc: Value, file: &Path, index: usize, load: &mut Load, errors: &mut 
     match obj.remove("items") {
         Some(Value::Array(items)) => {
             for item in items {
-                collect(item, file, index, load, errors);
+                collect(item, file, index, line, load, errors);
             }
         }
         // `items: null` or none: an empty List.
@@ -370,7 +401,7 @@ enum Doc {
 }
 
 /// One document that is not a List.
-fn object(doc: Value, file: &Path, index: usize) -> Result<Doc, InputError> {
+fn object(doc: Value, file: &Path, index: usize, line: Option<usize>) -> Result<Doc, InputError> {
     if doc.is_null() {
         return Ok(Doc::Empty);
     }
@@ -408,6 +439,7 @@ fn object(doc: Value, file: &Path, index: usize) -> Result<Doc, InputError> {
     };
     Ok(Doc::Ours(Loaded {
         file: file.to_path_buf(),
+        line,
         resource,
     }))
 }
@@ -431,6 +463,40 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join("\n---\n")
+    }
+
+    #[test]
+    fn objects_know_the_line_their_document_starts_on() {
+        let agent = |n: &str| {
+            format!(
+                "apiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {{name: {n}, namespace: t}}\nspec: {{}}\n"
+            )
+        };
+        let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: mcpgov.io/v1alpha1\n  kind: Agent\n  metadata: {name: c, namespace: t}\n  spec: {}\n";
+        let text = format!(
+            "# header\n{}---\n---\n# only a comment\n---\n{}---\n{list}",
+            agent("a"),
+            agent("b")
+        );
+        let lines: Vec<_> = load_str(&text, Path::new("x.yaml"))
+            .unwrap()
+            .objects
+            .iter()
+            .map(|l| l.line)
+            .collect();
+        assert_eq!(lines, [Some(2), Some(10), Some(15)]);
+        let json = format!(
+            "---\n{}\n---\n{}\n",
+            agents(1, true),
+            agents(1, true).replace("a0", "a1")
+        );
+        let lines: Vec<_> = load_str(&json, Path::new("x.json"))
+            .unwrap()
+            .objects
+            .iter()
+            .map(|l| l.line)
+            .collect();
+        assert_eq!(lines, [Some(2), Some(4)]);
     }
 
     #[test]

@@ -219,3 +219,99 @@ fn bad_manifests_exit_two_naming_the_file_and_object() {
     let o = mcpgov(&["check", "-f", "does/not/exist.yaml"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+const EXAMPLES: [&str; 3] = ["quickstart", "cross-server", "multi-tenant"];
+
+#[test]
+fn check_tables_are_golden() {
+    for example in EXAMPLES {
+        let o = mcpgov(&["check", "-f", &format!("examples/{example}")]);
+        assert_eq!(o.status.code(), Some(0), "{example}");
+        golden(&format!("{example}.check.txt"), &stdout(&o));
+    }
+    // The table and the JSON report say the same.
+    let table = stdout(&mcpgov(&["check", "-f", "examples/cross-server"]));
+    let json = check_json("cross-server");
+    for f in json["findings"].as_array().unwrap() {
+        let row = format!("{}  ", f["kind"].as_str().unwrap());
+        assert!(
+            table.lines().any(|l| l.starts_with(&row)
+                && l.contains(f["reason"].as_str().unwrap())
+                && l.contains(f["object"].as_str().unwrap())),
+            "{f} not in\n{table}"
+        );
+    }
+    let s = &json["summary"];
+    assert!(table.ends_with(&format!(
+        "{} violation(s), {} exception(s), {} drift, {} unresolved, {} invalid\n",
+        s["violations"], s["exceptions"], s["drift"], s["unresolved"], s["invalid"]
+    )));
+}
+
+/// `-o sarif`: golden per example, and every result matches a finding of `-o json`,
+/// names a rule, and points at the line where its object's document starts.
+#[test]
+fn check_sarif_is_golden_and_points_at_each_object() {
+    for example in EXAMPLES {
+        let dir = format!("examples/{example}");
+        let o = mcpgov(&["check", "-o", "sarif", "-f", &dir]);
+        assert_eq!(o.status.code(), Some(0), "{example}");
+        golden(&format!("{example}.check.sarif.json"), &stdout(&o));
+        // Deterministic: a second run prints the same bytes.
+        assert_eq!(
+            stdout(&mcpgov(&["check", "-o", "sarif", "-f", &dir])),
+            stdout(&o)
+        );
+        let log: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(log["version"], "2.1.0");
+        assert!(
+            log["$schema"]
+                .as_str()
+                .unwrap()
+                .contains("sarif-schema-2.1.0")
+        );
+        let run = &log["runs"][0];
+        assert_eq!(run["tool"]["driver"]["name"], "mcpgov");
+        let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+        let json = check_json(example);
+        let findings = json["findings"].as_array().unwrap();
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), findings.len(), "{example}");
+        for (r, f) in results.iter().zip(findings) {
+            assert_eq!(r["ruleId"], f["reason"]);
+            let rule = &rules[r["ruleIndex"].as_u64().unwrap() as usize];
+            assert_eq!(rule["id"], r["ruleId"]);
+            assert!(rule["shortDescription"]["text"].is_string());
+            assert!(rule["help"]["text"].is_string());
+            let level = match f["kind"].as_str().unwrap() {
+                "Violation" | "Invalid" => "error",
+                "Drift" | "Unresolved" => "warning",
+                _ => "note",
+            };
+            assert_eq!(r["level"], level, "{f}");
+            let loc = &r["locations"][0];
+            let object = f["object"].as_str().unwrap();
+            assert_eq!(loc["logicalLocations"][0]["fullyQualifiedName"], object);
+            let uri = loc["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .unwrap();
+            assert!(uri.starts_with(&format!("{dir}/")), "{uri}");
+            let line = loc["physicalLocation"]["region"]["startLine"]
+                .as_u64()
+                .unwrap() as usize;
+            let text = std::fs::read_to_string(root().join(uri)).unwrap();
+            let doc: Vec<&str> = text
+                .lines()
+                .skip(line - 1)
+                .take_while(|l| *l != "---")
+                .collect();
+            let (kind, key) = object.split_once(' ').unwrap();
+            let name = key.split('/').next_back().unwrap();
+            assert!(
+                doc.iter().any(|l| *l == format!("kind: {kind}"))
+                    && doc.iter().any(|l| l.contains(&format!("name: {name}"))),
+                "{object} is not at {uri}:{line}"
+            );
+        }
+    }
+}

@@ -32,6 +32,11 @@ fn tmp(name: &str) -> PathBuf {
 /// Run `mcpgov ARGS --now NOW` with the secret in its environment, at most 2 GiB of
 /// address space (reading /dev/zero whole would take the machine's memory) and 30 s.
 fn mcpgov(args: &[&str], envs: &[(&str, &str)]) -> Run {
+    mcpgov_stdin(args, envs, None)
+}
+
+/// `mcpgov` with `input` on its standard input (else none).
+fn mcpgov_stdin(args: &[&str], envs: &[(&str, &str)], input: Option<Vec<u8>>) -> Run {
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(r#"ulimit -v 2097152; exec "$0" "$@""#)
@@ -40,11 +45,22 @@ fn mcpgov(args: &[&str], envs: &[(&str, &str)]) -> Run {
         .args(["--now", NOW])
         .env("MCPGOV_TEST_CI_TOKEN", SECRET)
         .envs(envs.iter().copied())
-        .stdin(Stdio::null())
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("mcpgov runs");
+    if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+        // mcpgov stops reading at the cap: a broken pipe is expected then.
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = stdin.write_all(&bytes);
+        });
+    }
     let mut out = child.stdout.take().unwrap();
     let mut err = child.stderr.take().unwrap();
     let o = std::thread::spawn(move || {
@@ -404,5 +420,75 @@ fn json_duplicate_keys_are_refused_at_any_depth() {
             "{file}: {}",
             r.stderr
         );
+    }
+}
+
+#[test]
+fn stdin_is_read_with_dash_alone_or_beside_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/quickstart");
+    let gov = std::fs::read(root.join("governance.yaml")).unwrap();
+    let catalog = root.join("catalog.yaml").display().to_string();
+    let dir = root.display().to_string();
+    let whole = mcpgov(&["check", "-o", "json", "-f", &dir], &[]);
+    assert_eq!(whole.code, Some(0), "{}", whole.stderr);
+    // The governance on stdin, the catalog as a file: the same report as the directory.
+    for args in [
+        vec!["check", "-o", "json", "-f", "-", "-f", &catalog],
+        vec!["check", "-o", "json", "-f", &catalog, "-"],
+        vec!["check", "-o", "json", "-f", "-", "--catalog", &catalog],
+    ] {
+        let r = mcpgov_stdin(&args, &[], Some(gov.clone()));
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+        assert_eq!(r.stdout, whole.stdout, "{args:?}");
+    }
+    // Empty standard input is an empty stream.
+    let r = mcpgov_stdin(&["check", "-f", "-"], &[], Some(Vec::new()));
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
+#[test]
+fn stdin_fails_closed_like_a_file_and_is_named_stdin() {
+    // The same size cap.
+    let big = format!("{AGENT}# {}\n", "x".repeat(4096)).into_bytes();
+    let r = mcpgov_stdin(
+        &["check", "--max-file-size", "1Ki", "-f", "-"],
+        &[],
+        Some(big),
+    );
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("<stdin>: larger than the cap of 1024 bytes"),
+        "{}",
+        r.stderr
+    );
+    // The same validation, naming <stdin> and the object.
+    let bad = AGENT.replace("Strict", "Lenient").into_bytes();
+    let r = mcpgov_stdin(&["check", "-f", "-"], &[], Some(bad));
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("<stdin>: Agent team-a/bot:"),
+        "{}",
+        r.stderr
+    );
+    // Not UTF-8, and text that is no manifest: refused without echoing it.
+    let r = mcpgov_stdin(&["check", "-f", "-"], &[], Some(b"\xff\xfe".to_vec()));
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("<stdin>: not UTF-8"), "{}", r.stderr);
+    let r = mcpgov_stdin(
+        &["check", "-f", "-"],
+        &[],
+        Some(format!("{SECRET}: [\n").into_bytes()),
+    );
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert!(r.stderr.contains("<stdin>: not valid YAML"), "{}", r.stderr);
+    // Standard input can be read once.
+    for args in [
+        vec!["check", "-f", "-", "-f", "-"],
+        vec!["check", "-f", "-", "--catalog", "-"],
+    ] {
+        let r = mcpgov_stdin(&args, &[], Some(AGENT.as_bytes().to_vec()));
+        assert_eq!(r.code, Some(2), "{args:?}: {}", r.stderr);
+        assert!(r.stderr.contains("standard input"), "{}", r.stderr);
     }
 }

@@ -1,4 +1,4 @@
-//! `mcpgov check`: every finding over the manifests, as a table or JSON, with an
+//! `mcpgov check`: every finding over the manifests, as a table, JSON or SARIF, with an
 //! optional gate.
 
 use super::input::Input;
@@ -12,6 +12,8 @@ use serde::Serialize;
 pub enum Output {
     Table,
     Json,
+    /// SARIF 2.1.0, for code-scanning tools.
+    Sarif,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -83,6 +85,7 @@ pub fn run(args: CheckArgs) -> Result<(), Failure> {
             summary: summary.clone(),
         }),
         Output::Table => print_out(table(&findings, &summary).as_bytes()),
+        Output::Sarif => print_json(&super::sarif::log(&findings, &input.origins)),
     }
     if let Some(gate) = args.fail_on {
         let n = findings.iter().filter(|f| trips(gate, f.kind)).count();

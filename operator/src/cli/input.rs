@@ -2,7 +2,7 @@
 //! What the loader skipped is said on stderr; what it refused is a `Failure::Input`.
 
 use super::Failure;
-use crate::manifest::{Load, Loaded, ReadLimits, Resource, load_paths, parse_size};
+use crate::manifest::{Load, Loaded, ReadLimits, Resource, is_stdin, load_paths, parse_size};
 use crate::text;
 use crate::validate::is_dns1123_label;
 use clap::Args;
@@ -13,7 +13,8 @@ use std::path::PathBuf;
 #[derive(Args, Clone, Debug)]
 pub struct InputArgs {
     /// Manifest files or directories (YAML, multi-document, `kind: List`); repeat the
-    /// flag or separate with commas. Positional arguments go before `-f`.
+    /// flag or separate with commas; `-` reads standard input (`./-` is a file named
+    /// `-`). Positional arguments go before `-f`.
     #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
     /// MCPServer objects with status (as `kubectl get mcpservers -A -o yaml` prints),
@@ -68,6 +69,15 @@ impl ReadArgs {
 pub struct Input {
     pub engine: Engine,
     pub now: jiff::Timestamp,
+    /// Where each object came from, keyed as findings name objects (`Kind ns/name`).
+    pub origins: BTreeMap<String, Origin>,
+}
+
+/// The file an object was read from (as given, or `<stdin>`) and its document's line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: Option<usize>,
 }
 
 fn kind_and_key(l: &Loaded, default_ns: &str) -> (&'static str, ObjKey) {
@@ -99,6 +109,11 @@ impl InputArgs {
                     text::quote(ns, 80)
                 )));
             }
+        }
+        if self.paths.iter().any(|p| is_stdin(p)) && self.catalog.iter().any(|p| is_stdin(p)) {
+            return Err(Failure::Input(
+                "standard input (`-`) can be read once: give it to -f or to --catalog".into(),
+            ));
         }
         let ns = self.namespace.as_str();
         let limits = self.read.limits();
@@ -149,9 +164,23 @@ impl InputArgs {
         let config = EngineConfig {
             governance_namespace: self.governance_namespace.clone(),
         };
+        let origins = objects
+            .iter()
+            .map(|((kind, key), l)| {
+                let origin = Origin {
+                    file: l.file.clone(),
+                    line: l.line,
+                };
+                (format!("{kind} {key}"), origin)
+            })
+            .collect();
         let engine =
             Engine::from_snapshot(config, objects.values().map(|l| l.resource.to_engine(ns)));
-        Ok(Input { engine, now })
+        Ok(Input {
+            engine,
+            now,
+            origins,
+        })
     }
 }
 
@@ -186,6 +215,7 @@ fn merge_catalog(prev: &mut Loaded, next: &Loaded) -> bool {
             **a = (**b).clone();
             a.status = status;
             prev.file = next.file.clone();
+            prev.line = next.line;
             true
         }
         _ => false,

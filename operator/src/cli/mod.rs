@@ -8,6 +8,7 @@ mod fuzz;
 mod input;
 mod operator;
 mod query;
+mod sarif;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;

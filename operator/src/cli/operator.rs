@@ -95,10 +95,33 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|e| Failure::Input(format!("cannot start the async runtime: {e}")))
 }
 
+/// The log filter when `RUST_LOG` is unset.
+const DEFAULT_LOG: &str = "info";
+/// rmcp (the MCP client library) logs at every level about crawls the crawler already
+/// reports in its own `crawl failed` line (reason, sanitised message): two long info
+/// lines per session, an ERROR from `rmcp::transport::worker` on every failed handshake,
+/// warnings from `rmcp::service` and `rmcp::transport::streamable_http_client` that
+/// quote the server's (untrusted) messages. Off unless `RUST_LOG` names rmcp.
+const RMCP_LOG: &str = "rmcp=off";
+
+/// The filter directives for `RUST_LOG` (unset or empty: the default): rmcp is silenced
+/// unless the directives mention it, e.g. `RUST_LOG=info,rmcp=debug`.
+fn log_directives(env: Option<&str>) -> String {
+    let base = env
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .unwrap_or(DEFAULT_LOG);
+    if base.split(',').any(|d| d.trim_start().starts_with("rmcp")) {
+        base.to_string()
+    } else {
+        format!("{base},{RMCP_LOG}")
+    }
+}
+
 fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        // rmcp logs two long lines at info for every crawl session.
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rmcp=warn"));
+    let env = std::env::var("RUST_LOG").ok();
+    let filter = tracing_subscriber::EnvFilter::try_new(log_directives(env.as_deref()))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_directives(None)));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -229,4 +252,30 @@ pub fn crawl(a: CrawlArgs) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_directives;
+
+    #[test]
+    fn rmcp_is_off_unless_rust_log_names_it() {
+        assert_eq!(log_directives(None), "info,rmcp=off");
+        assert_eq!(log_directives(Some("  ")), "info,rmcp=off");
+        // The chart sets RUST_LOG from logLevel: rmcp stays off there too.
+        assert_eq!(log_directives(Some("debug")), "debug,rmcp=off");
+        assert_eq!(
+            log_directives(Some("info,mcpgov::crawler=debug")),
+            "info,mcpgov::crawler=debug,rmcp=off"
+        );
+        assert_eq!(log_directives(Some("info,rmcp=debug")), "info,rmcp=debug");
+        assert_eq!(
+            log_directives(Some("warn, rmcp::transport=info")),
+            "warn, rmcp::transport=info"
+        );
+        for d in [None, Some("debug"), Some("info,rmcp=warn")] {
+            let f = log_directives(d);
+            assert!(tracing_subscriber::EnvFilter::try_new(&f).is_ok(), "{f}");
+        }
+    }
 }

@@ -6,6 +6,7 @@ pub mod bundles;
 pub mod catalog_status;
 pub mod conditions;
 pub mod crawl;
+pub mod events;
 mod http;
 mod index;
 pub mod leader;

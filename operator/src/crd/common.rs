@@ -20,6 +20,8 @@ pub const URI_PATTERN: &str = r"^[A-Za-z][A-Za-z0-9+.-]*:[^\s]*$";
 pub const OBJECT_REF_PATTERN: &str =
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?/)?[a-z0-9]([-a-z0-9.]*[a-z0-9])?$";
 
+/// Where an edge was learnt: Crawled (observed on the server), OperatorAsserted (authored
+/// by a person) or Inferred (derived, e.g. from a name or an annotation).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ProvenanceSource {
     Crawled,
@@ -28,6 +30,7 @@ pub enum ProvenanceSource {
     Inferred,
 }
 
+/// How far the edge can be trusted: High, Medium or Low.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Confidence {
     #[default]
@@ -43,6 +46,7 @@ pub struct Provenance {
     /// Crawled (observed), OperatorAsserted (authored) or Inferred.
     #[serde(default)]
     pub source: ProvenanceSource,
+    /// How far the edge can be trusted: High (default), Medium or Low.
     #[serde(default)]
     pub confidence: Confidence,
     /// Free-text pointer a reviewer can check: URL, ticket, commit, `path/file.rs::Symbol`.

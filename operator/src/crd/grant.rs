@@ -20,9 +20,12 @@ use serde::{Deserialize, Serialize};
     printcolumn = r#"{"name": "Agent", "type": "string", "jsonPath": ".spec.agent"}"#,
     printcolumn = r#"{"name": "Tools", "type": "integer", "jsonPath": ".status.resolvedTools"}"#,
     printcolumn = r#"{"name": "Resolved", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Resolved\")].status"}"#,
-    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name": "Exceptions For", "type": "string", "priority": 1, "jsonPath": ".spec.expectedExceptions[*].policy"}"#,
+    printcolumn = r#"{"name": "Unresolved", "type": "string", "priority": 1, "jsonPath": ".status.unresolved[*].reference"}"#
 )]
 #[serde(rename_all = "camelCase")]
+/// The agent, the tools it may call and the Deny reach it declares on purpose; authored.
 pub struct GrantSpec {
     /// An Agent in the Grant's own namespace.
     #[schemars(
@@ -39,13 +42,18 @@ pub struct GrantSpec {
         )
     )]
     pub tools: Vec<String>,
+    /// Reach into Deny Policies that is intended: matching paths count as exceptions
+    /// (authorizedButGoverned), not violations.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 100))]
     pub expected_exceptions: Vec<ExpectedException>,
+    /// Where the grant comes from (the CAN_CALL edges' provenance).
     #[serde(default)]
     pub provenance: Provenance,
 }
 
+/// An expected exception: reach into one Policy, optionally limited to a tool and a
+/// resource, that the Grant's author intends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExpectedException {
     /// Policy name (this namespace) or `namespace/name`.
@@ -54,6 +62,7 @@ pub struct ExpectedException {
         length(max = 317)
     )]
     pub policy: String,
+    /// Tool key or glob the exception is limited to; default every granted tool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(
         regex(pattern = r"^(([a-z0-9*][-a-z0-9.*]*/)?[a-z0-9*][-a-z0-9.*]*::)?[^\s:/][^\s]*$"),
@@ -73,6 +82,7 @@ pub struct ExpectedException {
     /// Why the reach is intended; shown with every row it excuses.
     #[schemars(length(min = 1, max = 1024))]
     pub reason: String,
+    /// Who answers for the exception (a person, team or ticket queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 253))]
     pub owner: Option<String>,
@@ -84,20 +94,28 @@ pub struct ExpectedException {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// A reference in the Grant that does not resolve cleanly.
 pub struct UnresolvedRef {
+    /// The reference as written (tool key or glob, Policy or agent name).
     pub reference: String,
+    /// Why, as a constant (e.g. NotFound, Ambiguous, Drifted).
     pub reason: String,
+    /// Details for people.
     pub message: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// Written by the operator: how the Grant's references resolved.
 pub struct GrantStatus {
+    /// Ready, Resolved (False while any reference is unresolved), Reconciling and Stalled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Distinct tools the Grant's keys and globs resolve to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_tools: Option<i64>,
     /// References that resolve to nothing, to several tools, to drifted tools, or that

@@ -20,12 +20,20 @@ use serde::{Deserialize, Serialize};
     doc = "An MCP server the operator crawls, with the data its tools read and write.",
     printcolumn = r#"{"name": "URL", "type": "string", "jsonPath": ".spec.endpoint.url"}"#,
     printcolumn = r#"{"name": "Tools", "type": "integer", "jsonPath": ".status.toolCount"}"#,
+    printcolumn = r#"{"name": "Crawled", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Crawled\")].status"}"#,
     printcolumn = r#"{"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"}"#,
-    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name": "Transport", "type": "string", "priority": 1, "jsonPath": ".spec.endpoint.transport"}"#,
+    printcolumn = r#"{"name": "Last Crawl", "type": "date", "priority": 1, "jsonPath": ".status.lastCrawlTime"}"#,
+    printcolumn = r#"{"name": "Crawl Reason", "type": "string", "priority": 1, "jsonPath": ".status.conditions[?(@.type==\"Crawled\")].reason"}"#,
+    printcolumn = r#"{"name": "Digest", "type": "string", "priority": 1, "jsonPath": ".status.catalogDigest"}"#
 )]
 #[serde(rename_all = "camelCase")]
+/// Where the server is, how it is crawled, what its tools touch; authored.
 pub struct MCPServerSpec {
+    /// How to reach the MCP server.
     pub endpoint: Endpoint,
+    /// How often and within which caps the operator crawls the server.
     #[serde(default)]
     pub crawl: CrawlSettings,
     /// Authored READS/WRITES of this server's tools.
@@ -37,6 +45,7 @@ pub struct MCPServerSpec {
     pub sharing: Option<Sharing>,
 }
 
+/// An MCP transport: StreamableHTTP or SSE.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum Transport {
     #[default]
@@ -46,6 +55,7 @@ pub enum Transport {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// The MCP endpoint: URL, transport, headers and timeout.
 pub struct Endpoint {
     /// http or https URL of the MCP endpoint.
     #[schemars(
@@ -53,13 +63,14 @@ pub struct Endpoint {
         length(max = 2048)
     )]
     pub url: String,
+    /// StreamableHTTP (default) or SSE (the legacy HTTP+SSE transport).
     #[serde(default)]
     pub transport: Transport,
     /// Request headers; values only from Secrets in the server's namespace.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 32))]
     pub headers: Vec<Header>,
-    /// Per-request timeout.
+    /// Per-request timeout in seconds.
     #[serde(default = "default_timeout")]
     #[schemars(range(min = 1, max = 300))]
     pub timeout_seconds: i32,
@@ -71,29 +82,39 @@ fn default_timeout() -> i32 {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// One request header sent to the server, its value read from a Secret.
 pub struct Header {
+    /// HTTP header name, e.g. `Authorization`.
     #[schemars(regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"), length(max = 256))]
     pub name: String,
+    /// Where the header's value comes from.
     pub value_from: HeaderSource,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// The source of a header value.
 pub struct HeaderSource {
+    /// A key of a Secret in the MCPServer's namespace.
     pub secret_key_ref: SecretKeyRef,
 }
 
+/// A key of a Secret in the MCPServer's namespace.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SecretKeyRef {
+    /// The Secret's name.
     #[schemars(regex(pattern = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"))]
     pub name: String,
+    /// The key within the Secret's data.
     #[schemars(regex(pattern = r"^[-._a-zA-Z0-9]+$"))]
     pub key: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// Crawl interval and caps.
 pub struct CrawlSettings {
+    /// Seconds between crawls after a success; failures back off on their own schedule.
     #[serde(default = "default_interval")]
     #[schemars(range(min = 10, max = 86400))]
     pub interval_seconds: i32,
@@ -130,6 +151,7 @@ impl Default for CrawlSettings {
     }
 }
 
+/// Whether a tool Reads or Writes a resource.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum AccessMode {
     Reads,
@@ -138,6 +160,7 @@ pub enum AccessMode {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// A READS or WRITES edge from this server's tools to a resource, with provenance.
 pub struct DataAccess {
     /// Tool name on this server; `*` globs allowed.
     #[schemars(regex(pattern = r"^[^\s]+$"), length(min = 1, max = 256))]
@@ -151,11 +174,14 @@ pub struct DataAccess {
         length(min = 1, max = 1024)
     )]
     pub resource: String,
+    /// Reads or Writes.
     pub mode: AccessMode,
+    /// Where this READS/WRITES claim comes from.
     #[serde(default)]
     pub provenance: Provenance,
 }
 
+/// Which other namespaces may grant this server's tools.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Sharing {
     /// Namespaces that may grant this server's tools; `*` means every namespace.
@@ -171,27 +197,38 @@ pub struct Sharing {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// The tool's annotations as the server declares them: its own claims, never edges.
 pub struct ToolAnnotations {
+    /// Display title from the annotations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The server claims the tool does not modify its environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only_hint: Option<bool>,
+    /// The server claims the tool may perform destructive updates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destructive_hint: Option<bool>,
+    /// The server claims repeated calls with the same arguments have no further effect.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent_hint: Option<bool>,
+    /// The server claims the tool interacts with an open world of external entities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// One crawled tool.
 pub struct ToolStatus {
+    /// The tool's name on the server.
     pub name: String,
+    /// The tool's display title.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The tool's description as the server sent it (untrusted text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Behaviour hints the server declares (its claims, not verified).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<ToolAnnotations>,
     /// sha256 over the tool's canonical contract (name, description, schemas, annotations).
@@ -201,27 +238,38 @@ pub struct ToolStatus {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// One crawled resource.
 pub struct ResourceStatus {
+    /// The resource's URI.
     pub uri: String,
+    /// The resource's name as the server sent it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The resource's MIME type, when declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// The implementation the server names in its initialize response.
 pub struct ServerInfo {
+    /// Implementation name.
     pub name: String,
+    /// Implementation version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// A `dataAccess` entry that no longer matches the crawled catalog.
 pub struct DriftEntry {
+    /// The `dataAccess` tool (name or glob) as written.
     pub tool: String,
+    /// Why, as a constant.
     pub reason: String,
+    /// Details for people.
     pub message: String,
 }
 
@@ -229,30 +277,41 @@ pub struct DriftEntry {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct MCPServerStatus {
+    /// Ready, Crawled (False while the latest crawl failed), Reconciling and Stalled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
+    /// Name and version the server reported when the crawler connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_info: Option<ServerInfo>,
+    /// The MCP protocol version negotiated with the server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_version: Option<String>,
+    /// sha256 over the canonical crawled catalog; changes exactly when the catalog does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog_digest: Option<String>,
+    /// Tools in the crawled catalog (also when `tools` is truncated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_count: Option<i64>,
     /// The tool list did not fit in status: names and digests only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<bool>,
+    /// The crawled tools.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolStatus>,
+    /// The crawled resources.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<ResourceStatus>,
+    /// When the latest crawl finished, successful or not (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_crawl_time: Option<String>,
+    /// When the latest successful crawl finished (RFC 3339); the catalog is from then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_successful_crawl_time: Option<String>,
+    /// Why the latest crawl failed; absent after a success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// The client capabilities the crawler declared (canonical JSON), fixed per version.
@@ -261,6 +320,7 @@ pub struct MCPServerStatus {
     /// List methods the server answered "method not found" to (normal, not a failure).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_implemented: Vec<String>,
+    /// `dataAccess` entries naming tools the server no longer exposes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<DriftEntry>,
 }

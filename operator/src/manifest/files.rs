@@ -28,6 +28,16 @@ impl Default for ReadLimits {
     }
 }
 
+/// The path that names standard input on the command line (`-f -`).
+pub const STDIN_ARG: &str = "-";
+/// How standard input is named in messages and reports.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Whether a command-line path means standard input.
+pub fn is_stdin(p: &Path) -> bool {
+    p.as_os_str() == STDIN_ARG
+}
+
 /// A directory entry a walk left out, and why (the CLI prints it as a note).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SkippedFile {
@@ -215,29 +225,52 @@ pub(super) fn read(src: &Source, limits: ReadLimits) -> Result<Vec<u8>, InputErr
             ),
         ));
     }
-    let cap = limits.max_file_bytes;
-    let too_large = || {
-        error(
-            path,
-            format!(
-                "larger than the cap of {} on one input file (raise it with --max-file-size or MCPGOV_MAX_FILE_SIZE)",
-                describe_size(cap)
-            ),
-        )
-    };
     // The size a stat reports is a hint only: /proc files report 0 and a file can grow
     // while read. The cap holds on the bytes actually read.
-    if meta.len() > cap {
-        return Err(too_large());
+    read_capped(file, path, meta.len(), limits)
+}
+
+fn too_large(path: &Path, cap: u64) -> InputError {
+    error(
+        path,
+        format!(
+            "larger than the cap of {} on one input file (raise it with --max-file-size or MCPGOV_MAX_FILE_SIZE)",
+            describe_size(cap)
+        ),
+    )
+}
+
+/// At most `limits.max_file_bytes` bytes of `r` (`hint`: the size a stat reported, if
+/// any); one byte more is an error naming `path`.
+fn read_capped(
+    r: impl Read,
+    path: &Path,
+    hint: u64,
+    limits: ReadLimits,
+) -> Result<Vec<u8>, InputError> {
+    let cap = limits.max_file_bytes;
+    if hint > cap {
+        return Err(too_large(path, cap));
     }
-    let mut bytes = Vec::with_capacity(meta.len().min(cap) as usize);
-    file.take(cap.saturating_add(1))
+    let mut bytes = Vec::with_capacity(hint.min(cap) as usize);
+    r.take(cap.saturating_add(1))
         .read_to_end(&mut bytes)
         .map_err(|e| error(path, format!("cannot read: {e}")))?;
     if bytes.len() as u64 > cap {
-        return Err(too_large());
+        return Err(too_large(path, cap));
     }
     Ok(bytes)
+}
+
+/// Standard input (`-f -`), under the same cap as any file and named `<stdin>`: what a
+/// pipe carries is as untrusted as a pull request's file.
+pub(super) fn read_stdin(limits: ReadLimits) -> Result<Vec<u8>, InputError> {
+    read_from(std::io::stdin().lock(), limits)
+}
+
+/// `read_stdin` over any reader (tests).
+pub(super) fn read_from(r: impl Read, limits: ReadLimits) -> Result<Vec<u8>, InputError> {
+    read_capped(r, Path::new(STDIN_NAME), 0, limits)
 }
 
 #[cfg(test)]
@@ -269,5 +302,21 @@ mod tests {
             describe_size(DEFAULT_MAX_FILE_BYTES),
             "33554432 bytes (32 MiB)"
         );
+    }
+
+    #[test]
+    fn stdin_is_read_under_the_same_cap_and_named_stdin() {
+        let limits = ReadLimits { max_file_bytes: 8 };
+        assert_eq!(read_from(&b"12345678"[..], limits).unwrap(), b"12345678");
+        let e = read_from(&b"123456789"[..], limits).unwrap_err();
+        assert_eq!(e.file, Path::new("<stdin>"));
+        assert!(
+            e.message.contains("larger than the cap of 8 bytes"),
+            "{}",
+            e.message
+        );
+        assert!(is_stdin(Path::new("-")));
+        assert!(!is_stdin(Path::new("./-")));
+        assert!(!is_stdin(Path::new("-.yaml")));
     }
 }
