@@ -10,10 +10,7 @@ use crate::verdict::{Classification, DenyPath, Evaluator};
 use serde::Serialize;
 use std::fmt;
 
-pub const BUNDLE_KIND: &str = "mcpgov.io/policy-bundle";
-pub const BUNDLE_SCHEMA_VERSION: u32 = 1;
-/// A ConfigMap holds at most 1 MiB.
-pub const MAX_BUNDLE_BYTES: usize = 1024 * 1024;
+pub use mcpgov_core::bundle::{BUNDLE_KIND, BUNDLE_SCHEMA_VERSION, MAX_BUNDLE_BYTES};
 
 // The bundle is written straight from these structs, without a `serde_json::Value` in
 // between: every field is declared in sorted order of its JSON name, so the output is

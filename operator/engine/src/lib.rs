@@ -9,7 +9,7 @@
 //! (each returns the agents it can affect), then an `Evaluator` to answer questions.
 
 pub mod bundle;
-pub mod canonical;
+pub use mcpgov_core::canonical;
 pub mod check;
 mod compare;
 pub mod estate;

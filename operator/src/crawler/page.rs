@@ -932,44 +932,9 @@ mod tests {
         assert!(canon(&deeper).unwrap_err().contains("nested deeper"));
     }
 
-    /// The digest of the old code path: canonical JSON of a contract object.
+    /// The digest the gateway computes from the same listing entry.
     fn old_digest(v: &Value) -> String {
-        let mut c = serde_json::Map::new();
-        for k in [
-            "name",
-            "title",
-            "description",
-            "inputSchema",
-            "outputSchema",
-        ] {
-            if let Some(x) = v.get(k).filter(|x| !x.is_null()) {
-                c.insert(k.into(), x.clone());
-            }
-        }
-        let a: serde_json::Map<String, Value> = v
-            .get("annotations")
-            .and_then(Value::as_object)
-            .map(|a| {
-                a.iter()
-                    .filter(|(k, x)| {
-                        [
-                            "title",
-                            "readOnlyHint",
-                            "destructiveHint",
-                            "idempotentHint",
-                            "openWorldHint",
-                        ]
-                        .contains(&k.as_str())
-                            && !x.is_null()
-                    })
-                    .map(|(k, x)| (k.clone(), x.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !a.is_empty() {
-            c.insert("annotations".into(), Value::Object(a));
-        }
-        digest_of(&Value::Object(c))
+        mcpgov_core::contract::tool_contract_digest(&v.to_string()).unwrap()
     }
 
     fn tool_of(v: &Value) -> Result<Tool, CrawlError> {
