@@ -7,6 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${MCPGOV_CACHE:-$HOME/.cache/mcpgov}/target}"
 export MCPGOV_E2E_DIR="${MCPGOV_E2E_DIR:-/tmp/mcpgov-demo}"
+# A cold cache builds kube-apiserver and etcd from source: use every core for it.
+export MCPGOV_BUILD_JOBS="${MCPGOV_BUILD_JOBS:-$(nproc)}"
 say() { printf '\n== %s\n' "$*"; }
 
 say "building mcpgov"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README, CI): formatting, lints, unit/property/golden tests, then
 # the end-to-end suite against a real kube-apiserver + etcd started here.
+# `scripts/test.sh --fast` is the inner loop: fmt, clippy and the unit tests only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Build output lives outside the checkout so a second run (and a fresh clone) is fast.
@@ -19,6 +20,10 @@ echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit, property and golden tests"
 cargo test --locked
+if [[ "${1:-}" == --fast ]]; then
+  echo "fast run: release build, GitOps, alerts, e2e, chart and conformance suites skipped"
+  exit 0
+fi
 
 echo "== release build (the image's build script)"
 out=$(mktemp -d)
