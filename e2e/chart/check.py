@@ -129,6 +129,8 @@ def check_docs(docs, v):
         if d.get("kind") not in CLUSTER_SCOPED:
             want = v["watchNamespace"] if (d.get("kind") == "RoleBinding"
                                            and "leader" not in md.get("name", "")) else ns
+            if d.get("kind") == "ConfigMap":
+                want = v["grafanaDashboard"]["namespace"] or ns
             c.expect(md.get("namespace") == want, f"{what}: namespace {md.get('namespace')} != {want}")
         else:
             c.expect("namespace" not in md, f"{what}: cluster-scoped object with a namespace")
@@ -148,7 +150,9 @@ def check_docs(docs, v):
         restricted(c, pod, "Deployment")
         ctr = pod["containers"][0]
         tag = v["image"]["tag"] or "0.1.0"
-        c.expect(ctr["image"] == f"{v['image']['repository']}:{tag}", f"image {ctr['image']}")
+        want_image = (f"{v['image']['repository']}@{v['image']['digest']}" if v["image"].get("digest")
+                      else f"{v['image']['repository']}:{tag}")
+        c.expect(ctr["image"] == want_image, f"image {ctr['image']} != {want_image}")
         args = ctr["args"]
         c.expect(args[0] == "operator", f"args start with {args[0]}")
 
@@ -280,6 +284,17 @@ def check_docs(docs, v):
         c.expect(pr["spec"]["groups"] == alerts["groups"], "PrometheusRule groups differ from files/alerts.yaml")
         for k, x in v["prometheusRule"]["labels"].items():
             c.expect(pr["metadata"]["labels"].get(k) == x, f"PrometheusRule label {k}")
+    dashboards = by_kind(docs, "ConfigMap")
+    gd = v["grafanaDashboard"]
+    c.expect(len(dashboards) == int(gd["enabled"]), f"{len(dashboards)} dashboard ConfigMaps")
+    for cm in dashboards:
+        with open(v["_dashboard_source"]) as f:
+            want = json.load(f)
+        c.expect(json.loads(cm["data"]["mcpgov.json"]) == want, "dashboard differs from files/dashboard.json")
+        for k, x in gd["labels"].items():
+            c.expect(cm["metadata"]["labels"].get(k) == x, f"dashboard label {k}")
+        c.expect((cm["metadata"].get("annotations") or {}) == gd["annotations"], "dashboard annotations")
+        c.expect(cm["metadata"]["namespace"] == (gd["namespace"] or ns), "dashboard namespace")
     pdbs = by_kind(docs, "PodDisruptionBudget")
     want_pdb = v["podDisruptionBudget"]["enabled"] and v["replicaCount"] > 1
     c.expect(len(pdbs) == int(want_pdb), f"{len(pdbs)} PodDisruptionBudgets (want {int(want_pdb)})")
@@ -312,7 +327,7 @@ def check_docs(docs, v):
 
     allowed = {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                "CustomResourceDefinition", "Service", "ServiceMonitor", "PrometheusRule",
-               "PodDisruptionBudget", "NetworkPolicy"}
+               "PodDisruptionBudget", "NetworkPolicy", "ConfigMap"}
     c.expect(set(kinds) <= allowed, f"unexpected kinds {set(kinds) - allowed}")
     return c
 

@@ -167,7 +167,7 @@ t_template() {
   echo "ok: rendered twice, byte-identical ($(grep -c '^kind:' "$out") objects)"
   "${CHECK[@]}" values "$CHART/values.yaml" "$VALUES/$set.yaml" -- \
     "_namespace=$NS" "_release=$RELEASE" "_crds_source=crds/mcpgov.io.yaml" \
-    "_alerts_source=$CHART/files/alerts.yaml" > "$WORK/values-$set.json" || return 1
+    "_alerts_source=$CHART/files/alerts.yaml" "_dashboard_source=$CHART/files/dashboard.json" > "$WORK/values-$set.json" || return 1
   "${CHECK[@]}" render "$out" "$WORK/values-$set.json"
 }
 

@@ -52,7 +52,11 @@ app.kubernetes.io/component: operator
 
 {{/* repository:tag, the tag defaulting to the appVersion. */}}
 {{- define "mcpgov.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag | toString) }}
+{{- end }}
 {{- end }}
 
 {{/* Checks of value combinations the schema cannot express. */}}

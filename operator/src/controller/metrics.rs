@@ -1,6 +1,7 @@
 //! Prometheus metrics, one `mcpgov_` prefix. Known series are created at start so they
 //! read 0 before the first event.
 
+use prometheus::core::Collector;
 use prometheus::{
     Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -42,6 +43,9 @@ pub struct Metrics {
     pub drift: IntGaugeVec,
     pub graph_nodes: IntGaugeVec,
     pub graph_edges: IntGaugeVec,
+    /// Names of every registered family, read from the descriptors (a vector with no
+    /// series yet is absent from a scrape but still exported).
+    pub families: Vec<String>,
 }
 
 fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
@@ -229,6 +233,7 @@ impl Metrics {
         for t in ["change", "resync"] {
             evaluations.with_label_values(&[t]);
         }
+        let mut families = Vec::new();
         for c in [
             Box::new(status_writes.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(configmap_writes.clone()),
@@ -257,9 +262,18 @@ impl Metrics {
             Box::new(graph_nodes.clone()),
             Box::new(graph_edges.clone()),
         ] {
+            families.extend(c.desc().iter().map(|d| d.fq_name.clone()));
             registry.register(c).expect("unique metric");
         }
+        // CPU, RSS, open fds, start time: `process_*`, as every Go operator exports them.
+        #[cfg(target_os = "linux")]
+        {
+            let p = prometheus::process_collector::ProcessCollector::for_self();
+            families.extend(p.desc().iter().map(|d| d.fq_name.clone()));
+            registry.register(Box::new(p)).expect("unique metric");
+        }
         Metrics {
+            families,
             registry,
             status_writes,
             configmap_writes,
@@ -313,6 +327,102 @@ impl Metrics {
         TextEncoder::new()
             .encode_to_string(&self.registry.gather())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// Every family the operator exports, as a scrape names it (histograms also as
+    /// `_bucket`, `_sum` and `_count`).
+    fn exported(m: &Metrics) -> BTreeSet<String> {
+        let mut out: BTreeSet<String> = m.families.iter().cloned().collect();
+        for n in out.clone() {
+            for suffix in ["_bucket", "_sum", "_count"] {
+                out.insert(format!("{n}{suffix}"));
+            }
+        }
+        out
+    }
+
+    /// Metric names a PromQL expression uses: identifiers that start like ours or the
+    /// process collector's.
+    fn names_in(expr: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut word = String::new();
+        for c in expr.chars().chain(std::iter::once(' ')) {
+            if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+                word.push(c);
+            } else {
+                if word.starts_with("mcpgov_") || word.starts_with("process_") {
+                    out.push(std::mem::take(&mut word));
+                }
+                word.clear();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn process_metrics_are_exported() {
+        let names = exported(&Metrics::new());
+        for n in [
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "process_open_fds",
+        ] {
+            assert!(names.contains(n), "{n} missing from /metrics");
+        }
+    }
+
+    /// The chart's Grafana dashboard queries only what the operator exports: a renamed
+    /// metric breaks this test, not a panel nobody looks at.
+    #[test]
+    fn every_dashboard_query_names_an_exported_metric() {
+        let exported = exported(&Metrics::new());
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../charts/mcpgov/files/dashboard.json"
+        );
+        let dash: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        // Panel queries and the variables' label_values() queries.
+        let mut exprs: Vec<&str> = dash["panels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["targets"].as_array().into_iter().flatten())
+            .filter_map(|t| t["expr"].as_str())
+            .collect();
+        exprs.extend(
+            dash["templating"]["list"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|v| v["type"] == "query")
+                .filter_map(|v| v["query"].as_str()),
+        );
+        let panels = dash["panels"].as_array().unwrap();
+        assert!(panels.len() >= 8, "the dashboard lost its panels");
+        assert!(exprs.len() >= panels.len() - 4, "panels without queries");
+        for e in exprs {
+            let used = names_in(e);
+            assert!(!used.is_empty(), "query names no metric: {e}");
+            for n in used {
+                assert!(
+                    exported.contains(&n),
+                    "dashboard query uses {n}, which the operator does not export: {e}"
+                );
+            }
+        }
+        // The check itself notices a name that is not exported.
+        assert!(!exported.contains("mcpgov_no_such_metric"));
+        assert_eq!(
+            names_in("sum(rate(mcpgov_x_total[5m])) / process_open_fds"),
+            ["mcpgov_x_total", "process_open_fds"]
+        );
     }
 }
 
