@@ -330,6 +330,12 @@ impl Metrics {
     }
 }
 
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,11 +429,5 @@ mod tests {
             names_in("sum(rate(mcpgov_x_total[5m])) / process_open_fds"),
             ["mcpgov_x_total", "process_open_fds"]
         );
-    }
-}
-
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
     }
 }
