@@ -161,6 +161,16 @@ fn the_chain_continues_across_rotation_and_old_files_are_dropped() {
     assert_eq!((s.records, s.last_seq), (10, Some(13)));
 }
 
+/// A line edited by someone who also recomputes its own hash.
+fn reseal(line: &str, edit: impl FnOnce(&mut Value)) -> String {
+    use mcpgov_core::canonical::{sha256_hex, to_canonical_json};
+    let mut v = parse(line);
+    edit(&mut v);
+    v.as_object_mut().unwrap().remove("hash");
+    v["hash"] = json!(sha256_hex(&to_canonical_json(&v)));
+    String::from_utf8(to_canonical_json(&v)).unwrap()
+}
+
 /// Writes a 6-record log and a tampered copy made by `edit` on its lines.
 fn tampered(dir: &Path, name: &str, edit: impl FnOnce(&mut Vec<String>)) -> PathBuf {
     let good = dir.join(format!("{name}.good"));
@@ -190,12 +200,7 @@ fn every_kind_of_tampering_is_named_at_its_line() {
 
     // An editor who also recomputes the line's own hash is caught by the next line.
     let p = tampered(d, "resealed", |l| {
-        let mut v = parse(&l[2]);
-        v["decision"] = json!("deny");
-        v.as_object_mut().unwrap().remove("hash");
-        let h = mcpgov_core::canonical::sha256_hex(&mcpgov_core::canonical::to_canonical_json(&v));
-        v["hash"] = json!(h);
-        l[2] = String::from_utf8(mcpgov_core::canonical::to_canonical_json(&v)).unwrap();
+        l[2] = reseal(&l[2], |v| v["decision"] = json!("deny"));
     });
     let (line, what) = broken_at(&p);
     assert_eq!(line, 4);
@@ -354,11 +359,19 @@ fn a_torn_tail_is_recorded_on_reopen_and_the_chain_goes_on() {
     };
     assert_eq!(verify_with(&[&p], &strict).unwrap_err().line, 5);
 
-    // A forged chainBreak that does not continue from the last good record is no cover.
-    let mut l = lines(&p);
-    l[4] = l[4].replace("\"lastGoodSeq\":2", "\"lastGoodSeq\":1");
-    std::fs::write(&p, l.iter().map(|s| format!("{s}\n")).collect::<String>()).unwrap();
-    assert_eq!(broken_at(&p).0, 4);
+    // A chainBreak that does not name the last good record is no cover for the damage,
+    // even re-sealed: the break stays at the damaged line.
+    let good_copy = lines(&p);
+    for (name, edit) in [
+        ("lastGoodHash", json!("sha256:forged")),
+        ("seq", json!(4)),
+        ("prev", json!(GENESIS)),
+    ] {
+        let mut l = good_copy.clone();
+        l[4] = reseal(&l[4], |v| v[name] = edit.clone());
+        std::fs::write(&p, l.iter().map(|s| format!("{s}\n")).collect::<String>()).unwrap();
+        assert_eq!(broken_at(&p).0, 4, "{name}");
+    }
 }
 
 #[test]
