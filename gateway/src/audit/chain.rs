@@ -80,6 +80,13 @@ pub struct Head {
     pub hash: String,
 }
 
+/// `SEQ:HASH`, exactly what `audit verify --anchor` takes.
+impl std::fmt::Display for Head {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq, self.hash)
+    }
+}
+
 #[derive(Debug)]
 pub enum AuditError {
     Io {
@@ -123,6 +130,7 @@ pub struct AuditLog {
     damaged: bool,
     last_sync: Instant,
     unsynced: bool,
+    chain_breaks: u64,
 }
 
 impl AuditLog {
@@ -147,6 +155,7 @@ impl AuditLog {
             damaged: false,
             last_sync: Instant::now(),
             unsynced: false,
+            chain_breaks: 0,
         };
         log.resume()?;
         Ok(log)
@@ -165,6 +174,12 @@ impl AuditLog {
     /// The last record written (or found on open); `None` before the first.
     pub fn head(&self) -> Option<&Head> {
         self.head.as_ref()
+    }
+
+    /// `chainBreak` records this process wrote (a damaged tail found on open or after a
+    /// failed write): worth a metric and a warning.
+    pub fn chain_breaks(&self) -> u64 {
+        self.chain_breaks
     }
 
     /// Forces written records to the disk (call on shutdown).
@@ -235,6 +250,7 @@ impl AuditLog {
         let last_good = tail.last_good.as_ref().map(|g| (g.seq, g.hash.as_str()));
         let fields = chain_break_fields(jiff::Timestamp::now(), &reason, last_good);
         self.write_record(fields)?;
+        self.chain_breaks += 1;
         Ok(())
     }
 
