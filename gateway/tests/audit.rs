@@ -552,3 +552,83 @@ fn stdout_output_is_a_verifiable_chain() {
         (3, Some(0), true)
     );
 }
+
+#[test]
+fn a_torn_rotated_file_is_recorded_in_the_new_one() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("audit.log");
+    let rotated = PathBuf::from(format!("{}.1", p.display()));
+    write_log(&p, 4);
+    let last_good = parse(&lines(&p)[2])["hash"].clone();
+    let len = std::fs::metadata(&p).unwrap().len();
+    std::fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(len - 10)
+        .unwrap();
+    std::fs::rename(&p, &rotated).unwrap();
+
+    let mut log = AuditLog::open(opts(&p), key(1)).unwrap();
+    log.append(&decision(4)).unwrap();
+    drop(log);
+    let brk = parse(&lines(&p)[0]);
+    assert_eq!(
+        (brk["kind"].clone(), brk["prev"].clone()),
+        (json!("chainBreak"), last_good)
+    );
+    // The rotated file is left as it was: the verifier sees the torn line and the record.
+    let s = verify(&[&rotated, &p]).unwrap();
+    assert_eq!(s.last_seq, Some(4));
+    let b = &s.recorded_breaks[0];
+    assert_eq!((b.file.clone(), b.line), (p.clone(), 1));
+    assert_eq!(b.first_damaged, Some((rotated.clone(), 4)));
+    // Without the chainBreak (the new file not given) the torn line is a break.
+    assert_eq!(verify(&[&rotated]).unwrap_err().line, 4);
+}
+
+#[test]
+fn damage_larger_than_the_tail_window_is_not_looked_past() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("audit.log");
+    write_log(&p, 3);
+    let mut bytes = std::fs::read(&p).unwrap();
+    bytes.extend("garbage\n".repeat(20_000).as_bytes());
+    std::fs::write(&p, bytes).unwrap();
+    let mut log = AuditLog::open(opts(&p), key(1)).unwrap();
+    assert_eq!(log.chain_breaks(), 1);
+    log.append(&decision(0)).unwrap();
+    drop(log);
+    // The writer found no good record within reach, so it started a new chain...
+    let l = lines(&p);
+    let brk = parse(&l[l.len() - 2]);
+    assert_eq!(
+        (brk["seq"].clone(), brk["prev"].clone()),
+        (json!(0), json!(GENESIS))
+    );
+    assert!(brk.get("lastGoodHash").is_none());
+    // ...and the verifier names the first damaged line.
+    let (line, what) = broken_at(&p);
+    assert_eq!(line, 4);
+    assert!(what.contains("not a JSON record"), "{what}");
+}
+
+#[test]
+fn a_chain_break_does_not_cover_more_damage_than_the_writer_could_see() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("audit.log");
+    write_log(&p, 3);
+    let mut f = std::fs::File::options().append(true).open(&p).unwrap();
+    std::io::Write::write_all(&mut f, b"{\"torn").unwrap();
+    drop(f);
+    drop(AuditLog::open(opts(&p), key(1)).unwrap());
+    let s = verify(&[&p]).unwrap();
+    assert_eq!(s.recorded_breaks[0].damaged_lines, 1);
+    // Widen the damage past the writer's tail window: no longer something a restart
+    // could have recorded, so it is a break.
+    let mut l = lines(&p);
+    let garbage = vec!["garbage".to_string(); 20_000];
+    l.splice(4..4, garbage);
+    std::fs::write(&p, l.iter().map(|s| format!("{s}\n")).collect::<String>()).unwrap();
+    assert_eq!(broken_at(&p).0, 4);
+}
