@@ -134,6 +134,7 @@ impl<'a> Verifier<'a> {
 
     fn file(&mut self, path: &Path, reader: Box<dyn Read + '_>) -> Result<(), Break> {
         self.summary.files += 1;
+        self.end = (path.to_path_buf(), 0);
         let mut reader = BufReader::new(reader);
         let mut buf = Vec::with_capacity(4096);
         let mut line_no = 0u64;
