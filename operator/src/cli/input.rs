@@ -19,7 +19,8 @@ pub struct InputArgs {
     /// `-`). Positional arguments go before `-f`.
     #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
-    /// MCPServer objects with status (as `kubectl get mcpservers -A -o yaml` prints),
+    /// MCPServer objects with status (as `kubectl get mcpservers.mcpgov.io -A -o yaml`
+    /// prints),
     /// read as the crawled catalog.
     #[arg(long)]
     pub catalog: Vec<PathBuf>,
