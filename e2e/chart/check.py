@@ -367,7 +367,7 @@ def selftest(path, values_path):
         return by_kind(docs, "CustomResourceDefinition")[n]
 
     def cr(docs):
-        return by_kind(docs, "ClusterRole")[0]
+        return [r for r in by_kind(docs, "ClusterRole") if not tenant_level(r)][0]
 
     def tenant(docs, level):
         return [r for r in by_kind(docs, "ClusterRole") if tenant_level(r) == level][0]

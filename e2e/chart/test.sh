@@ -503,7 +503,8 @@ t_rbac_negative_control() {
   kubectl create serviceaccount crippled -n "$RB_NS" >/dev/null || return 1
   python3 - "$WORK/render-rbac.yaml" "$RB_NS" > "$WORK/crippled.yaml" <<'PY' || return 1
 import sys, yaml
-cr = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ClusterRole"][0]
+cr = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ClusterRole"
+      and not any(k.startswith("rbac.authorization.k8s.io/aggregate-to-") for k in d["metadata"]["labels"])][0]
 for r in cr["rules"]:
     if r["resources"] == ["configmaps"]:
         r["verbs"] = ["get", "list", "watch"]
@@ -585,7 +586,15 @@ t_tenant_rbac() {
   kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null || return 1
 
   # Before: the built-in roles know nothing of mcpgov.io (the issue's symptom), even
-  # aggregated.
+  # aggregated. Earlier tests applied the chart's ClusterRoles (all of its RBAC): remove
+  # those that aggregate, then rebuild the built-in roles from what is left.
+  local level role
+  for level in view edit admin; do
+    for role in $(kubectl get clusterroles -o name \
+        -l "app.kubernetes.io/name=mcpgov,rbac.authorization.k8s.io/aggregate-to-$level=true"); do
+      kubectl delete "$role" | sed 's/^/  /'
+    done
+  done
   aggregate_builtin || return 1
   can_i_as edit-user "$TN" <<EOF || return 1
 no  create agents.mcpgov.io
