@@ -93,19 +93,19 @@ kind: Grant
 metadata: {name: helper, namespace: live}
 spec: {agent: helper, tools: ["everything::*"]}
 YAML
-kubectl wait --for=condition=Crawled -n live mcpserver/everything --timeout=60s >/dev/null
-kubectl wait --for=jsonpath='{.status.violations}'=1 -n quickstart agent/vibe-coder --timeout=60s >/dev/null
-kubectl wait --for=jsonpath='{.status.violations}'=1 -n ci agent/ci-bot --timeout=60s >/dev/null
+kubectl wait --for=condition=Crawled -n live mcpservers.mcpgov.io/everything --timeout=60s >/dev/null
+kubectl wait --for=jsonpath='{.status.violations}'=1 -n quickstart agents.mcpgov.io/vibe-coder --timeout=60s >/dev/null
+kubectl wait --for=jsonpath='{.status.violations}'=1 -n ci agents.mcpgov.io/ci-bot --timeout=60s >/dev/null
 
 say "kubectl get mcpgov -A"
 kubectl get mcpgov -A
 
-say "the live server, crawled: kubectl get mcpserver everything -n live"
-kubectl get mcpserver everything -n live -o jsonpath='{range .status.conditions[?(@.type=="Crawled")]}Crawled={.status} {.reason}: {.message}{"\n"}{end}protocol {.status.protocolVersion}, {.status.toolCount} tools: {.status.tools[*].name}{"\n"}'
-kubectl get agent helper -n live -o jsonpath='live/helper: {.status.eligible} eligible, {.status.violations} violation(s){"\n"}'
+say "the live server, crawled: kubectl get mcpservers.mcpgov.io everything -n live"
+kubectl get mcpservers.mcpgov.io everything -n live -o jsonpath='{range .status.conditions[?(@.type=="Crawled")]}Crawled={.status} {.reason}: {.message}{"\n"}{end}protocol {.status.protocolVersion}, {.status.toolCount} tools: {.status.tools[*].name}{"\n"}'
+kubectl get agents.mcpgov.io helper -n live -o jsonpath='live/helper: {.status.eligible} eligible, {.status.violations} violation(s){"\n"}'
 
 say "why is ci/ci-bot not compliant?"
-kubectl get agent ci-bot -n ci -o jsonpath='{range .status.conditions[?(@.type=="Compliant")]}{.reason}: {.message}{"\n"}{end}{range .status.violationDetails[*]}{.path}{"\n"}{end}'
+kubectl get agents.mcpgov.io ci-bot -n ci -o jsonpath='{range .status.conditions[?(@.type=="Compliant")]}{.reason}: {.message}{"\n"}{end}{range .status.violationDetails[*]}{.path}{"\n"}{end}'
 
 say "its bundle ConfigMap"
 kubectl get configmap -n ci -l mcpgov.io/agent=ci-bot \

@@ -9,6 +9,8 @@
   check.py pod RENDERED.yaml                  print the Deployment's pod template as a Pod
   check.py select RENDERED.yaml KIND...       print only the documents of these kinds
   check.py rules RENDERED.yaml                print the RBAC rules, one line each
+  check.py aggregate CLUSTERROLES.json        aggregate ClusterRoles as kube-controller-manager
+                                              would (for a control plane without it)
   check.py values CHART_VALUES OVERRIDE... -- KEY=VALUE...
                                               print the effective values as JSON (maps
                                               merged, lists replaced, as Helm does)
@@ -38,6 +40,24 @@ EXPECTED_CLUSTER_RULES = sorted([
     (("",), ("events",), (), ("create", "patch")),
     (("events.k8s.io",), ("events",), (), ("create", "patch")),
 ])
+
+# The tenant ClusterRoles (docs/security.md, "Tenant RBAC"), by the built-in role they
+# aggregate into; each complete on its own.
+_READ = (("mcpgov.io",), ("agents", "grants", "mcpservers", "policies"), (), ("get", "list", "watch"))
+_WRITE = ("create", "delete", "deletecollection", "patch", "update")
+EXPECTED_TENANT_RULES = {
+    "view": sorted([_READ]),
+    "edit": sorted([_READ, (("mcpgov.io",), ("agents", "grants"), (), _WRITE)]),
+    "admin": sorted([_READ, (("mcpgov.io",), ("agents", "grants", "mcpservers", "policies"), (), _WRITE)]),
+}
+AGGREGATE = "rbac.authorization.k8s.io/aggregate-to-"
+
+
+def tenant_level(cr):
+    """The built-in role a ClusterRole aggregates into (view/edit/admin), or None."""
+    labels = cr.get("metadata", {}).get("labels") or {}
+    levels = [k[len(AGGREGATE):] for k, x in labels.items() if k.startswith(AGGREGATE) and x == "true"]
+    return levels[0] if len(levels) == 1 else ("several" if levels else None)
 
 
 def load(path):
@@ -201,6 +221,19 @@ def check_docs(docs, v):
     crs, crbs = by_kind(docs, "ClusterRole"), by_kind(docs, "ClusterRoleBinding")
     roles, rbs = by_kind(docs, "Role"), by_kind(docs, "RoleBinding")
     rbac = v["rbac"]["create"]
+    tenant = [cr for cr in crs if tenant_level(cr)]
+    crs = [cr for cr in crs if not tenant_level(cr)]
+    want_tenant = rbac and v["rbac"]["aggregateToDefaultRoles"]
+    c.expect(sorted(tenant_level(cr) for cr in tenant) == (["admin", "edit", "view"] if want_tenant else []),
+             f"tenant ClusterRoles {[cr['metadata']['name'] for cr in tenant]}")
+    for cr in tenant:
+        level = tenant_level(cr)
+        rules = sorted(norm_rule(r) for r in cr["rules"])
+        c.expect(rules == EXPECTED_TENANT_RULES.get(level), f"tenant ClusterRole {level} rules differ: {rules}")
+        if crs:
+            c.expect(cr["metadata"]["name"] == f"{crs[0]['metadata']['name']}-{level}",
+                     f"tenant ClusterRole named {cr['metadata']['name']}")
+        c.expect(not cr.get("aggregationRule"), "a tenant ClusterRole aggregates others")
     le = v["leaderElection"]["enabled"]
     c.expect(len(crs) == (1 if rbac else 0), f"{len(crs)} ClusterRoles")
     watch_ns = v["watchNamespace"]
@@ -349,7 +382,10 @@ def selftest(path, values_path):
         return by_kind(docs, "CustomResourceDefinition")[n]
 
     def cr(docs):
-        return by_kind(docs, "ClusterRole")[0]
+        return [r for r in by_kind(docs, "ClusterRole") if not tenant_level(r)][0]
+
+    def tenant(docs, level):
+        return [r for r in by_kind(docs, "ClusterRole") if tenant_level(r) == level][0]
 
     mutations = [
         ("readOnlyRootFilesystem off", lambda d: ctr(d)["securityContext"].update(readOnlyRootFilesystem=False),
@@ -363,6 +399,13 @@ def selftest(path, values_path):
         ("secrets listable", lambda d: cr(d)["rules"][3]["verbs"].append("list"), "ClusterRole rules differ"),
         ("a wildcard rule", lambda d: cr(d)["rules"].append({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
          "wildcard"),
+        ("edit may write Policies", lambda d: tenant(d, "edit")["rules"][1]["resources"].append("policies"),
+         "tenant ClusterRole edit rules differ"),
+        ("view may write status", lambda d: tenant(d, "view")["rules"].append(
+            {"apiGroups": ["mcpgov.io"], "resources": ["agents/status"], "verbs": ["patch"]}),
+         "tenant ClusterRole view rules differ"),
+        ("the admin role unlabelled", lambda d: tenant(d, "admin")["metadata"]["labels"].pop(AGGREGATE + "admin"),
+         "tenant ClusterRoles"),
         ("/readyz probe gone", lambda d: ctr(d).pop("readinessProbe"), "readinessProbe"),
         ("/tmp not writable", lambda d: ctr(d).pop("volumeMounts"), "emptyDir at /tmp"),
         ("POD_NAMESPACE hard-coded", lambda d: ctr(d)["env"].__setitem__(1, {"name": "POD_NAMESPACE", "value": "x"}), "POD_NAMESPACE"),
@@ -413,6 +456,49 @@ def rules(path):
             if d["kind"] == "RoleBinding":
                 where += f" (namespace {d['metadata']['namespace']})"
             print(f"{where}: {d['roleRef']['kind']}/{d['roleRef']['name']} -> ServiceAccount {s['namespace']}/{s['name']}")
+    return 0
+
+
+def aggregate(path):
+    """What kube-controller-manager's clusterrole-aggregation controller does, for a
+    control plane without it: every ClusterRole with an aggregationRule gets the union of
+    the rules of the ClusterRoles its selectors match (repeated until nothing changes, as
+    view feeds edit feeds admin). Reads `kubectl get clusterroles -o json`, prints the
+    changed roles as a List for `kubectl replace`."""
+    with open(path) as f:
+        roles = {r["metadata"]["name"]: r for r in json.load(f)["items"]}
+
+    def selected(sel, r):
+        if set(sel) - {"matchLabels"}:
+            raise SystemExit(f"selector {sel}: only matchLabels is understood here")
+        labels = r["metadata"].get("labels") or {}
+        return all(labels.get(k) == x for k, x in (sel.get("matchLabels") or {}).items())
+
+    changed = set()
+    for _ in range(10):
+        moved = False
+        for name, role in sorted(roles.items()):
+            agg = role.get("aggregationRule")
+            if not agg:
+                continue
+            rules = []
+            for other_name, other in sorted(roles.items()):
+                if other_name == name:
+                    continue
+                if any(selected(sel, other) for sel in agg.get("clusterRoleSelectors") or []):
+                    for r in other.get("rules") or []:
+                        if r not in rules:
+                            rules.append(r)
+            if rules != (role.get("rules") or []):
+                role["rules"] = rules
+                changed.add(name)
+                moved = True
+        if not moved:
+            break
+    else:
+        raise SystemExit("aggregation did not settle")
+    out = {"apiVersion": "v1", "kind": "List", "items": [roles[n] for n in sorted(changed)]}
+    json.dump(out, sys.stdout)
     return 0
 
 
@@ -506,4 +592,6 @@ if __name__ == "__main__":
         sys.exit(select(sys.argv[2], set(sys.argv[3:])))
     if cmd == "rules":
         sys.exit(rules(sys.argv[2]))
+    if cmd == "aggregate":
+        sys.exit(aggregate(sys.argv[2]))
     sys.exit(f"unknown command {cmd}")

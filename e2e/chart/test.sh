@@ -16,6 +16,11 @@
 #      the Deployment's own flags (leader election included), reaches its result with no
 #      "forbidden", and `kubectl auth can-i` shows nothing broader; again with
 #      watchNamespace set (a RoleBinding in that namespace only)
+#   6b. tenant RBAC: the ClusterRoles aggregated into view/edit/admin, acting as users
+#      bound to those roles (kubectl --as). This control plane has no kube-controller-
+#      manager: the test shows that nothing aggregated them, aggregates as its
+#      clusterrole-aggregation controller would (check.py aggregate), and also binds the
+#      chart's roles directly
 #   7. prints the rendered RBAC rules
 #
 # Exits non-zero when a test fails; the last line is "N passed, N failed".
@@ -35,7 +40,7 @@ RELEASE=mcpgov
 NS=mcpgov-system
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgov-chart.XXXXXX")"
 STATE="$WORK/control-plane"
-VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac full)
+VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac no-tenant-roles full)
 
 passed=0
 failed=0
@@ -498,7 +503,8 @@ t_rbac_negative_control() {
   kubectl create serviceaccount crippled -n "$RB_NS" >/dev/null || return 1
   python3 - "$WORK/render-rbac.yaml" "$RB_NS" > "$WORK/crippled.yaml" <<'PY' || return 1
 import sys, yaml
-cr = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ClusterRole"][0]
+cr = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ClusterRole"
+      and not any(k.startswith("rbac.authorization.k8s.io/aggregate-to-") for k in d["metadata"]["labels"])][0]
 for r in cr["rules"]:
     if r["resources"] == ["configmaps"]:
         r["verbs"] = ["get", "list", "watch"]
@@ -527,6 +533,213 @@ PY
   fi
   echo "ok: no bundle ConfigMap without the ConfigMap write verbs"
   kill "$op_pid"; wait "$op_pid" 2>/dev/null; op_pid=""
+}
+
+# ---------------------------------------------------------------- 6b. tenant RBAC
+# The ClusterRoles aggregated into view/edit/admin, acting as users bound to those roles.
+TN=team-rbac
+
+# can_i_as USER NS < lines "want verb resource [args...]": asked by impersonation.
+can_i_as() {
+  local user="$1" ns="$2" bad=0 want verb res args got mark
+  while read -r want verb res args; do
+    [[ -z "$want" || "$want" == \#* ]] && continue
+    # shellcheck disable=SC2086
+    got="$(kubectl auth can-i "$verb" "$res" -n "$ns" --as="$user" $args 2>/dev/null)"
+    [[ -z "$got" ]] && got=no
+    if [[ "$got" == "$want" ]]; then mark=ok; else mark=WRONG; bad=1; fi
+    printf '  %-5s %-11s can-i %-16s %-22s %-22s -> %s\n' "$mark" "$user" "$verb" "$res" "$args" "$got"
+  done
+  return $bad
+}
+
+# create_as USER NS < YAML: create for real as USER; kubectl's answer, indented.
+create_as() {
+  kubectl create -n "$2" --as="$1" -f - 2>&1 | sed 's/^/    /'
+  return "${PIPESTATUS[0]}"
+}
+
+# aggregate_builtin: write what the clusterrole-aggregation controller would.
+aggregate_builtin() {
+  kubectl get clusterroles -o json > "$WORK/clusterroles.json" || return 1
+  "${CHECK[@]}" aggregate "$WORK/clusterroles.json" > "$WORK/aggregated.json" || return 1
+  kubectl replace -f "$WORK/aggregated.json" >/dev/null
+}
+
+# mcpgov_rules_in ROLE: how many rules of a ClusterRole name the mcpgov.io group.
+mcpgov_rules_in() {
+  kubectl get clusterrole "$1" -o json | python3 -c '
+import json, sys
+print(sum("mcpgov.io" in r.get("apiGroups", []) for r in json.load(sys.stdin).get("rules") or []))'
+}
+
+t_tenant_rbac() {
+  [[ -f "$STATE/env" ]] || { echo "no control plane"; return 1; }
+  local out="$WORK/render-tenant.yaml" u n
+  render default > "$out" || return 1
+  kubectl create namespace "$TN" >/dev/null && kubectl create namespace team-other >/dev/null || return 1
+  for u in view edit admin; do
+    kubectl create rolebinding "$u-user" -n "$TN" --clusterrole="$u" --user="$u-user" >/dev/null || return 1
+  done
+  kubectl create rolebinding edit-user -n team-other --clusterrole=edit --user=edit-user >/dev/null || return 1
+  kubectl apply --server-side --force-conflicts --field-manager=chart-test -f crds/ >/dev/null || return 1
+  kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null || return 1
+
+  # Before: the built-in roles know nothing of mcpgov.io (the issue's symptom), even
+  # aggregated. Earlier tests applied the chart's ClusterRoles (all of its RBAC): remove
+  # those that aggregate, then rebuild the built-in roles from what is left.
+  local level role
+  for level in view edit admin; do
+    for role in $(kubectl get clusterroles -o name \
+        -l "app.kubernetes.io/name=mcpgov,rbac.authorization.k8s.io/aggregate-to-$level=true"); do
+      kubectl delete "$role" | sed 's/^/  /'
+    done
+  done
+  aggregate_builtin || return 1
+  can_i_as edit-user "$TN" <<EOF || return 1
+no  create agents.mcpgov.io
+no  list   grants.mcpgov.io
+EOF
+  echo "ok: without the chart's roles an editor can neither create Agents nor list Grants"
+
+  "${CHECK[@]}" select "$out" ClusterRole > "$out.all" || return 1
+  python3 - "$out.all" > "$out.tenant" <<'PY' || return 1
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and any(
+    k.startswith("rbac.authorization.k8s.io/aggregate-to-") for k in d["metadata"].get("labels", {}))]
+if len(docs) != 3:
+    sys.exit(f"{len(docs)} tenant ClusterRoles rendered")
+yaml.safe_dump_all(docs, sys.stdout)
+PY
+  kubectl apply -f "$out.tenant" | sed 's/^/  /'
+  # Only kube-controller-manager aggregates, and this control plane has none: give it
+  # a moment, say what happened, then do what its controller would.
+  sleep 3
+  n="$(mcpgov_rules_in edit)"
+  if [[ "$n" == 0 ]]; then
+    echo "  the built-in edit role has no mcpgov.io rule 3s later: no clusterrole-aggregation"
+    echo "  controller here (no kube-controller-manager); aggregating as it would (check.py aggregate)"
+    aggregate_builtin || return 1
+  else
+    echo "  the built-in edit role was aggregated by the control plane ($n mcpgov.io rules)"
+  fi
+  for u in view edit admin; do
+    [[ "$(mcpgov_rules_in "$u")" -gt 0 ]] || { echo "built-in $u has no mcpgov.io rule"; return 1; }
+  done
+  echo "ok: view, edit and admin carry the chart's rules"
+
+  can_i_as view-user "$TN" <<EOF || return 1
+yes get    agents.mcpgov.io
+yes list   mcpservers.mcpgov.io
+yes watch  policies.mcpgov.io
+yes list   grants.mcpgov.io
+no  create agents.mcpgov.io
+no  patch  grants.mcpgov.io
+no  delete policies.mcpgov.io
+no  patch  agents.mcpgov.io     --subresource=status
+EOF
+  can_i_as edit-user "$TN" <<EOF || return 1
+yes list   mcpservers.mcpgov.io
+yes list   policies.mcpgov.io
+yes create agents.mcpgov.io
+yes update agents.mcpgov.io
+yes delete agents.mcpgov.io
+yes create grants.mcpgov.io
+yes patch  grants.mcpgov.io
+yes deletecollection grants.mcpgov.io
+no  create policies.mcpgov.io
+no  patch  policies.mcpgov.io
+no  delete policies.mcpgov.io
+no  create mcpservers.mcpgov.io
+no  patch  mcpservers.mcpgov.io
+no  patch  agents.mcpgov.io     --subresource=status
+no  update grants.mcpgov.io     --subresource=status
+EOF
+  can_i_as admin-user "$TN" <<EOF || return 1
+yes create policies.mcpgov.io
+yes delete policies.mcpgov.io
+yes create mcpservers.mcpgov.io
+yes patch  mcpservers.mcpgov.io
+yes create agents.mcpgov.io
+yes create grants.mcpgov.io
+no  patch  agents.mcpgov.io     --subresource=status
+no  patch  mcpservers.mcpgov.io --subresource=status
+no  update policies.mcpgov.io   --subresource=status
+EOF
+  # A binding in one namespace reaches no other.
+  can_i_as view-user team-other <<EOF || return 1
+no  list   agents.mcpgov.io
+EOF
+  can_i_as edit-user mcpgov-system <<EOF || return 1
+no  create agents.mcpgov.io
+EOF
+
+  # For real, as the API server decides each request.
+  echo "  edit-user creates an Agent and a Grant:"
+  create_as edit-user "$TN" <<'EOF' || return 1
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: bot}
+spec: {profile: Strict}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: bot-tools}
+spec: {agent: bot, tools: ["search::*"]}
+EOF
+  echo "  edit-user may not create a Policy:"
+  if create_as edit-user "$TN" <<'EOF'
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: allow-all}
+spec: {effect: Allow, governs: {tools: [{tool: "search::*"}]}}
+EOF
+  then echo "edit-user created a Policy"; return 1; fi
+  echo "  edit-user may not write an Agent's status:"
+  if kubectl patch agents.mcpgov.io bot -n "$TN" --as=edit-user --subresource=status --type=merge \
+      -p '{"status":{"violations":0}}' > "$WORK/patch.log" 2>&1; then
+    echo "edit-user wrote status"; return 1
+  fi
+  sed 's/^/    /' "$WORK/patch.log"
+  echo "  admin-user creates a Policy and an MCPServer:"
+  create_as admin-user "$TN" <<'EOF' || return 1
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: no-secrets}
+spec: {effect: Deny, governs: {resources: [{uri: "file:///secrets/**"}]}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: search}
+spec: {endpoint: {url: "http://search.team-rbac.svc:8080/mcp"}, sharing: {namespaces: [team-other]}}
+EOF
+  echo "  view-user lists the four and creates nothing:"
+  kubectl get mcpgov -n "$TN" --as=view-user -o name > "$WORK/view.list" || return 1
+  sed 's/^/    /' "$WORK/view.list"
+  [[ "$(wc -l < "$WORK/view.list")" == 4 ]] || { echo "view-user does not see 4 objects"; return 1; }
+  if create_as view-user "$TN" <<'EOF'
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: intruder}
+spec: {}
+EOF
+  then echo "view-user created an Agent"; return 1; fi
+
+  # Bound directly (no aggregation involved): each role is complete on its own.
+  kubectl create rolebinding direct-edit -n "$TN" --clusterrole=mcpgov-edit --user=direct-edit >/dev/null || return 1
+  kubectl create rolebinding direct-view -n "$TN" --clusterrole=mcpgov-view --user=direct-view >/dev/null || return 1
+  can_i_as direct-edit "$TN" <<EOF || return 1
+yes list   policies.mcpgov.io
+yes create grants.mcpgov.io
+no  create policies.mcpgov.io
+no  create mcpservers.mcpgov.io
+no  patch  agents.mcpgov.io     --subresource=status
+no  list   configmaps
+EOF
+  can_i_as direct-view "$TN" <<EOF || return 1
+yes list   mcpservers.mcpgov.io
+no  create agents.mcpgov.io
+EOF
 }
 
 # ---------------------------------------------------------------- 7. RBAC rules
@@ -567,6 +780,7 @@ run "helm install / upgrade / uninstall for real; CRDs kept iff crds.keep" t_hel
 run "RBAC for real: the operator as the chart's ServiceAccount; can-i" t_rbac_real
 run "RBAC for real with watchNamespace: a RoleBinding in that namespace only" t_rbac_watch_namespace
 run "negative control: without ConfigMap writes the log says 'forbidden'" t_rbac_negative_control
+run "tenant RBAC: users bound to view/edit/admin (and the chart's roles directly)" t_tenant_rbac
 run "rendered RBAC rules" t_print_rules
 
 echo

@@ -3,6 +3,8 @@
 //! namespace and its own operator process watching only that namespace, and waits on
 //! conditions with a deadline instead of sleeping.
 
+pub mod kubectl_docs;
+
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Resource};

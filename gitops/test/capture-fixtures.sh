@@ -27,7 +27,7 @@ source "$E2E/env"
 export MCPGOV_MCP_STATE="$E2E/mcp-servers"
 raw="$(mktemp -d)"
 trap 'rm -rf "$raw"' EXIT
-snapshot() { kubectl get agents,grants,policies,mcpservers -A -o json >"$raw/$1.json"; }
+snapshot() { kubectl get agents.mcpgov.io,grants.mcpgov.io,policies.mcpgov.io,mcpservers.mcpgov.io -A -o json >"$raw/$1.json"; }
 wait_cond() { # KIND/NAME TYPE STATUS
   kubectl wait -n gitops "$1" --timeout=90s \
     --for=jsonpath="{.status.conditions[?(@.type==\"$2\")].status}=$3" >/dev/null
@@ -93,19 +93,19 @@ spec:
   expectedExceptions:
     - {policy: orphan, reason: "fixture", resource: "file://[broken/**"}
 YAML
-wait_cond mcpserver/flaky Crawled True
-wait_cond mcpserver/unreachable Crawled False
-wait_cond mcpserver/bad-uri Stalled True
-wait_cond policy/bad-uri Stalled True
-wait_cond policy/orphan Ready True
-wait_cond agent/no-bundle Ready True
-wait_cond grant/dangling Ready True
-wait_cond grant/bad-exception Stalled True
+wait_cond mcpservers.mcpgov.io/flaky Crawled True
+wait_cond mcpservers.mcpgov.io/unreachable Crawled False
+wait_cond mcpservers.mcpgov.io/bad-uri Stalled True
+wait_cond policies.mcpgov.io/bad-uri Stalled True
+wait_cond policies.mcpgov.io/orphan Ready True
+wait_cond agents.mcpgov.io/no-bundle Ready True
+wait_cond grants.mcpgov.io/dangling Ready True
+wait_cond grants.mcpgov.io/bad-exception Stalled True
 snapshot 1
 
 echo "== stopping the MCP server: the next crawl of gitops/flaky fails"
 bash e2e/mcp-servers/stop.sh everything-http@gitops
-wait_cond mcpserver/flaky Crawled False
+wait_cond mcpservers.mcpgov.io/flaky Crawled False
 snapshot 2
 
 echo "== stopping the operator (pid $op_pid), then changing what it no longer sees"
@@ -122,7 +122,7 @@ kind: Grant
 metadata: {name: fresh, namespace: gitops}
 spec: {agent: fresh, tools: ["flaky::echo"]}
 YAML
-kubectl patch agent no-bundle -n gitops --type merge -p '{"spec":{"profile":"Strict"}}' >/dev/null
+kubectl patch agents.mcpgov.io no-bundle -n gitops --type merge -p '{"spec":{"profile":"Strict"}}' >/dev/null
 snapshot 3
 
 echo "== writing $OUT/captured-*.json"

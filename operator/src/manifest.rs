@@ -48,8 +48,39 @@ pub struct Load {
     pub objects: Vec<Loaded>,
     /// Documents of other API groups (Deployments, ConfigMaps, kyverno's Policy…).
     pub skipped_documents: usize,
+    /// The skipped documents whose kind is one of ours: most likely an export that
+    /// picked up another product's `policies` or `agents` (bare plurals), not ours.
+    pub lookalikes: Vec<Lookalike>,
     /// Directory entries a walk did not read (links, FIFOs, devices).
     pub skipped_files: Vec<SkippedFile>,
+}
+
+/// An object of one of our kinds (MCPServer, Agent, Policy, Grant) in another API group,
+/// e.g. `kyverno.io/v1 Policy` or `kagent.dev/v1alpha2 Agent`. Skipped, but said.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lookalike {
+    pub file: PathBuf,
+    pub line: Option<usize>,
+    /// As written (escaped and shortened: it is input).
+    pub api_version: String,
+    /// `Kind ns/name`, escaped and shortened.
+    pub object: String,
+}
+
+impl Lookalike {
+    /// One line for a terminal or a report (`file:line: …`).
+    pub fn message(&self) -> String {
+        let at = match self.line {
+            Some(l) => format!("{}:{l}", text::path(&self.file)),
+            None => text::path(&self.file),
+        };
+        format!(
+            "{at}: {} is apiVersion {}, not {}: not an mcpgov object, skipped",
+            self.object,
+            self.api_version,
+            crd::common::API_VERSION
+        )
+    }
 }
 
 /// Bad input: the file, the object (when one was identified) and what is wrong.
@@ -366,7 +397,10 @@ fn collect(
     if !is_list {
         match object(doc, file, index, line) {
             Ok(Doc::Ours(l)) => load.objects.push(l),
-            Ok(Doc::Other) => load.skipped_documents += 1,
+            Ok(Doc::Other(lookalike)) => {
+                load.skipped_documents += 1;
+                load.lookalikes.extend(lookalike);
+            }
             Ok(Doc::Empty) => {}
             Err(e) => errors.push(e),
         }
@@ -394,8 +428,8 @@ fn collect(
 
 enum Doc {
     Ours(Loaded),
-    /// Another API's object: not ours to judge.
-    Other,
+    /// Another API's object: not ours to judge (a lookalike when its kind is ours).
+    Other(Option<Lookalike>),
     /// An empty document (`---` twice, a comment only).
     Empty,
 }
@@ -415,7 +449,16 @@ fn object(doc: Value, file: &Path, index: usize, line: Option<usize>) -> Result<
     };
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     if !classify(obj.get("apiVersion"), kind).map_err(err)? {
-        return Ok(Doc::Other);
+        let lookalike = KINDS.iter().any(|k| k.eq_ignore_ascii_case(kind)).then(|| {
+            let av = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            Lookalike {
+                file: file.to_path_buf(),
+                line,
+                api_version: text::escape(&text::truncate(av, 80)).into_owned(),
+                object: describe(&doc, index),
+            }
+        });
+        return Ok(Doc::Other(lookalike));
     }
     let problems = validate::validate(kind, &doc).expect("classify admits our kinds only");
     if !problems.is_empty() {

@@ -335,6 +335,146 @@ fn other_kinds_are_skipped_and_counted() {
     assert!(r.stderr.contains("skipped 3 document(s)"), "{}", r.stderr);
 }
 
+/// What `kubectl get mcpservers,agents,policies,grants -A -o yaml` exports with Kyverno and
+/// kagent installed: their objects under our plurals (issue 15).
+const BARE_PLURAL_EXPORT: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: kagent.dev/v1alpha1
+  kind: MCPServer
+  metadata: {name: tools, namespace: team-a}
+  spec: {deployment: {image: x}}
+- apiVersion: kagent.dev/v1alpha2
+  kind: Agent
+  metadata: {name: helper, namespace: team-a}
+  spec: {type: Declarative}
+- apiVersion: kyverno.io/v1
+  kind: Policy
+  metadata: {name: require-labels, namespace: team-a}
+  spec: {rules: []}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: web, namespace: team-a}
+";
+
+#[test]
+fn objects_of_our_kinds_from_other_api_groups_are_warned_about() {
+    let d = tmp("lookalikes");
+    let f = write(&d, "estate.yaml", BARE_PLURAL_EXPORT);
+    let file = f.display().to_string();
+    let r = check(&[&f]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let warnings: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .collect();
+    // One line per lookalike (not the Deployment) and the hint.
+    assert_eq!(warnings.len(), 4, "{}", r.stderr);
+    for (object, av) in [
+        ("MCPServer team-a/tools", "kagent.dev/v1alpha1"),
+        ("Agent team-a/helper", "kagent.dev/v1alpha2"),
+        ("Policy team-a/require-labels", "kyverno.io/v1"),
+    ] {
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains(object) && w.contains(av) && w.contains(&file)),
+            "{object}: {}",
+            r.stderr
+        );
+    }
+    assert!(!r.stderr.contains("Deployment"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("kubectl get mcpgov -A -o yaml"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("warning: 3 object(s) of our kinds"),
+        "{}",
+        r.stdout
+    );
+
+    let r = mcpgov(&["check", "-o", "json", "-f", &file], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let w = v["warnings"]
+        .as_array()
+        .expect("warnings in the JSON report");
+    assert_eq!(w.len(), 3, "{}", r.stdout);
+    assert_eq!(w[2]["reason"], "ForeignApiGroup");
+    assert_eq!(w[2]["object"], "Policy team-a/require-labels");
+    assert_eq!(w[2]["apiVersion"], "kyverno.io/v1");
+    assert_eq!(w[2]["file"], file.as_str());
+    assert_eq!(w[2]["line"], 1, "a List's items carry the List's line");
+    assert_eq!(v["summary"]["violations"], 0);
+
+    let r = mcpgov(&["check", "-o", "sarif", "-f", &file], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let n = v["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+        .as_array()
+        .expect("notifications in the SARIF log");
+    assert_eq!(n.len(), 3);
+    assert_eq!(v["runs"][0]["invocations"][0]["executionSuccessful"], true);
+    assert_eq!(n[1]["level"], "warning");
+    assert_eq!(n[1]["descriptor"]["id"], "ForeignApiGroup");
+    assert!(
+        n[1]["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("kagent.dev/v1alpha2")
+    );
+    assert!(
+        n[1]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("estate.yaml")
+    );
+
+    // Every command that reads manifests says it.
+    let r = mcpgov(&["query", "drift", "-f", &file], &[]);
+    assert!(r.stderr.contains("kyverno.io/v1"), "{}", r.stderr);
+
+    // Our own objects alone: no warning, and the reports keep their shape.
+    let ours = write(&d, "ours.yaml", AGENT);
+    let r = check(&[&ours]);
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+    assert!(!r.stdout.contains("warning"), "{}", r.stdout);
+    let ours = ours.display().to_string();
+    let r = mcpgov(&["check", "-o", "json", "-f", &ours], &[]);
+    assert!(!r.stdout.contains("warnings"), "{}", r.stdout);
+    let r = mcpgov(&["check", "-o", "sarif", "-f", &ours], &[]);
+    assert!(!r.stdout.contains("invocations"), "{}", r.stdout);
+}
+
+#[test]
+fn lookalike_warnings_are_escaped_and_bounded() {
+    let d = tmp("lookalikes-hostile");
+    let mut text = String::from(
+        "apiVersion: \"evil.io/v1\\u001b[31m\"\nkind: Agent\nmetadata: {name: a, namespace: t}\n",
+    );
+    for i in 0..500 {
+        text.push_str(&format!(
+            "---\napiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {{name: p{i}, namespace: t}}\n"
+        ));
+    }
+    let f = write(&d, "many.yaml", &text);
+    let r = check(&[&f]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stderr.contains('\u{1b}'), "an escape reached stderr");
+    assert!(r.stderr.contains("evil.io/v1\\u{1b}[31m"), "{}", r.stderr);
+    let lines = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("warning: "))
+        .count();
+    assert!(lines <= 22, "{lines} warning lines");
+    assert!(r.stderr.contains("and 481 more"), "{}", r.stderr);
+    assert!(r.stdout.contains("warning: 501 object(s)"), "{}", r.stdout);
+}
+
 #[test]
 fn names_and_namespaces_the_apiserver_refuses_fail() {
     let d = tmp("names");

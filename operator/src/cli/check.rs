@@ -1,8 +1,9 @@
 //! `mcpgov check`: every finding over the manifests, as a table, JSON or SARIF, with an
 //! optional gate.
 
-use super::input::Input;
+use super::input::{Input, LOOKALIKE_HINT};
 use super::{Failure, InputArgs, print_json, print_out};
+use crate::manifest::Lookalike;
 use crate::text;
 use clap::{Args, ValueEnum};
 use mcpgov_engine::{Finding, FindingKind, Summary};
@@ -41,6 +42,39 @@ pub struct CheckArgs {
 struct Report<'a> {
     findings: &'a [Finding],
     summary: Summary,
+    /// Only when there are any, so a clean report keeps its shape.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<Warning>,
+}
+
+/// Why a warning is given: the only one so far.
+pub(crate) const FOREIGN_API_GROUP: &str = "ForeignApiGroup";
+
+/// Something the check did not look at that a reader would assume it did.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Warning {
+    reason: &'static str,
+    /// `Kind ns/name`.
+    object: String,
+    api_version: String,
+    file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<usize>,
+    message: String,
+}
+
+impl Warning {
+    fn of(l: &Lookalike) -> Self {
+        Warning {
+            reason: FOREIGN_API_GROUP,
+            object: l.object.clone(),
+            api_version: l.api_version.clone(),
+            file: text::path(&l.file),
+            line: l.line,
+            message: format!("{} ({LOOKALIKE_HINT})", l.message()),
+        }
+    }
 }
 
 fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
@@ -83,9 +117,23 @@ pub fn run(args: CheckArgs) -> Result<(), Failure> {
         Output::Json => print_json(&Report {
             findings: &findings,
             summary: summary.clone(),
+            warnings: input.lookalikes.iter().map(Warning::of).collect(),
         }),
-        Output::Table => print_out(table(&findings, &summary).as_bytes()),
-        Output::Sarif => print_json(&super::sarif::log(&findings, &input.origins)),
+        Output::Table => {
+            let mut out = table(&findings, &summary);
+            if !input.lookalikes.is_empty() {
+                out.push_str(&format!(
+                    "warning: {} object(s) of our kinds from other API groups were not checked (see stderr)\n",
+                    input.lookalikes.len()
+                ));
+            }
+            print_out(out.as_bytes())
+        }
+        Output::Sarif => print_json(&super::sarif::log(
+            &findings,
+            &input.origins,
+            &input.lookalikes,
+        )),
     }
     if let Some(gate) = args.fail_on {
         let n = findings.iter().filter(|f| trips(gate, f.kind)).count();

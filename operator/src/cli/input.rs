@@ -2,7 +2,9 @@
 //! What the loader skipped is said on stderr; what it refused is a `Failure::Input`.
 
 use super::Failure;
-use crate::manifest::{Load, Loaded, ReadLimits, Resource, is_stdin, load_paths, parse_size};
+use crate::manifest::{
+    Load, Loaded, Lookalike, ReadLimits, Resource, is_stdin, load_paths, parse_size,
+};
 use crate::text;
 use crate::validate::is_dns1123_label;
 use clap::Args;
@@ -17,7 +19,8 @@ pub struct InputArgs {
     /// `-`). Positional arguments go before `-f`.
     #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
-    /// MCPServer objects with status (as `kubectl get mcpservers -A -o yaml` prints),
+    /// MCPServer objects with status (as `kubectl get mcpservers.mcpgov.io -A -o yaml`
+    /// prints),
     /// read as the crawled catalog.
     #[arg(long)]
     pub catalog: Vec<PathBuf>,
@@ -71,6 +74,8 @@ pub struct Input {
     pub now: jiff::Timestamp,
     /// Where each object came from, keyed as findings name objects (`Kind ns/name`).
     pub origins: BTreeMap<String, Origin>,
+    /// Objects of our kinds from other API groups, skipped (already said on stderr).
+    pub lookalikes: Vec<Lookalike>,
 }
 
 /// The file an object was read from (as given, or `<stdin>`) and its document's line.
@@ -123,6 +128,7 @@ impl InputArgs {
         let main = read(&self.paths)?;
         let catalog = read(&self.catalog)?;
         report_skipped(&[&main, &catalog]);
+        let lookalikes = [&main.lookalikes[..], &catalog.lookalikes[..]].concat();
         let (loaded, catalog) = (main.objects, catalog.objects);
         let mut objects: BTreeMap<(&'static str, ObjKey), Loaded> = BTreeMap::new();
         for l in loaded {
@@ -180,6 +186,7 @@ impl InputArgs {
             engine,
             now,
             origins,
+            lookalikes,
         })
     }
 }
@@ -196,7 +203,32 @@ fn report_skipped(loads: &[&Load]) {
             crate::crd::common::GROUP
         );
     }
+    let lookalikes: Vec<&Lookalike> = loads.iter().flat_map(|l| &l.lookalikes).collect();
+    for l in lookalikes.iter().take(SHOWN_LOOKALIKES) {
+        eprintln!("warning: {}", l.message());
+    }
+    if lookalikes.len() > SHOWN_LOOKALIKES {
+        eprintln!(
+            "warning: … and {} more objects of our kinds from other API groups",
+            lookalikes.len() - SHOWN_LOOKALIKES
+        );
+    }
+    if !lookalikes.is_empty() {
+        eprintln!("warning: {LOOKALIKE_HINT}");
+    }
 }
+
+/// Enough to recognise the mistake without flooding a CI log.
+const SHOWN_LOOKALIKES: usize = 20;
+
+/// What to do about lookalikes: Kyverno (`policies.kyverno.io`) and kagent
+/// (`agents.kagent.dev`, `mcpservers.kagent.dev`) share our plurals, and kubectl picks
+/// one group for a bare plural.
+pub const LOOKALIKE_HINT: &str = "the input holds MCPServer, Agent, Policy or Grant objects of \
+     another API group: they were not checked. If it is an export, `kubectl get \
+     mcpservers,agents,policies,grants` picked another product's resources (Kyverno and \
+     kagent use the same plurals); export with `kubectl get mcpgov -A -o yaml` or the \
+     group-qualified names (agents.mcpgov.io, policies.mcpgov.io, ...)";
 
 /// The same MCPServer declared once as spec and once with its crawled status (a
 /// catalog snapshot beside the manifests) merges; any other duplicate is an error.

@@ -4,7 +4,8 @@
 //! object's document) the object came from. The same input always gives the same bytes:
 //! nothing here reads a clock, an absolute path or the environment.
 
-use super::input::Origin;
+use super::input::{LOOKALIKE_HINT, Origin};
+use crate::manifest::Lookalike;
 use mcpgov_engine::{Finding, FindingKind};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,15 +115,11 @@ fn logical_location(object: &str) -> Value {
 fn result(f: &Finding, rule_index: usize, origins: &BTreeMap<String, Origin>) -> Value {
     let mut location = Map::new();
     // Standard input has no URI: such results carry the logical location only.
-    if let Some(o) = origins.get(&f.object)
-        && o.file != Path::new(crate::manifest::STDIN_NAME)
+    if let Some(p) = origins
+        .get(&f.object)
+        .and_then(|o| physical_location(&o.file, o.line))
     {
-        let mut physical = Map::new();
-        physical.insert("artifactLocation".into(), json!({ "uri": uri(&o.file) }));
-        if let Some(line) = o.line {
-            physical.insert("region".into(), json!({ "startLine": line }));
-        }
-        location.insert("physicalLocation".into(), Value::Object(physical));
+        location.insert("physicalLocation".into(), p);
     }
     location.insert(
         "logicalLocations".into(),
@@ -153,9 +150,45 @@ fn result(f: &Finding, rule_index: usize, origins: &BTreeMap<String, Origin>) ->
     })
 }
 
+/// A physical location for a file and line; none for standard input (no URI).
+fn physical_location(file: &Path, line: Option<usize>) -> Option<Value> {
+    if file == Path::new(crate::manifest::STDIN_NAME) {
+        return None;
+    }
+    let mut physical = Map::new();
+    physical.insert("artifactLocation".into(), json!({ "uri": uri(file) }));
+    if let Some(line) = line {
+        physical.insert("region".into(), json!({ "startLine": line }));
+    }
+    Some(Value::Object(physical))
+}
+
+/// An object of our kinds in another API group, as a tool execution notification: it
+/// is about what the run did not look at, not a finding about the estate.
+fn notification(l: &Lookalike) -> Value {
+    let mut n = Map::new();
+    n.insert(
+        "descriptor".into(),
+        json!({ "id": super::check::FOREIGN_API_GROUP }),
+    );
+    n.insert("level".into(), json!("warning"));
+    n.insert(
+        "message".into(),
+        json!({ "text": format!("{} ({LOOKALIKE_HINT})", l.message()) }),
+    );
+    if let Some(p) = physical_location(&l.file, l.line) {
+        n.insert("locations".into(), json!([{ "physicalLocation": p }]));
+    }
+    Value::Object(n)
+}
+
 /// The SARIF log for `findings` (in their order), with one rule per distinct reason
-/// (sorted by id).
-pub fn log(findings: &[Finding], origins: &BTreeMap<String, Origin>) -> Value {
+/// (sorted by id); skipped lookalikes become warnings of the run's invocation.
+pub fn log(
+    findings: &[Finding],
+    origins: &BTreeMap<String, Origin>,
+    lookalikes: &[Lookalike],
+) -> Value {
     // A reason's rule takes the kind it first appears with (a reason has one kind).
     let mut kinds: BTreeMap<&str, FindingKind> = BTreeMap::new();
     for f in findings {
@@ -182,20 +215,28 @@ pub fn log(findings: &[Finding], origins: &BTreeMap<String, Origin>) -> Value {
         .iter()
         .map(|f| result(f, index[f.reason.as_str()], origins))
         .collect();
+    let mut run = json!({
+        "tool": {
+            "driver": {
+                "name": "mcpgov",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules,
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    });
+    // Only with something to say, so a clean log keeps its bytes.
+    if !lookalikes.is_empty() {
+        run["invocations"] = json!([{
+            "executionSuccessful": true,
+            "toolExecutionNotifications": lookalikes.iter().map(notification).collect::<Vec<_>>(),
+        }]);
+    }
     json!({
         "version": "2.1.0",
         "$schema": SCHEMA,
-        "runs": [{
-            "tool": {
-                "driver": {
-                    "name": "mcpgov",
-                    "version": env!("CARGO_PKG_VERSION"),
-                    "rules": rules,
-                }
-            },
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }]
+        "runs": [run],
     })
 }
 
@@ -255,7 +296,7 @@ mod tests {
                 line: Some(1),
             },
         );
-        let log = log(&findings, &origins);
+        let log = log(&findings, &origins, &[]);
         assert_eq!(log["version"], "2.1.0");
         let run = &log["runs"][0];
         let ids: Vec<_> = run["tool"]["driver"]["rules"]
