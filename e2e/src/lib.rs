@@ -3,6 +3,9 @@
 //! namespace and its own operator process watching only that namespace, and waits on
 //! conditions with a deadline instead of sleeping.
 
+pub mod projector;
+pub use projector::{Projection, Projector};
+
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Client, Resource};
