@@ -7,9 +7,14 @@
 # the throwaway build modules in src/, and (only while building) private Go
 # module/build caches in go/. A second run with the same pins is instant.
 #
+# It then runs build-projector.sh (the kubelet's ConfigMap projection for the e2e
+# tests), which is likewise instant when its cached binary is current.
+#
 # Knobs: MCPGOV_BUILD_JOBS (default 1: the dev machines have 2 shared cores),
 #        MCPGOV_KEEP_GO_CACHE=1 keeps go/ after a successful build.
 set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # --- Pinned versions (bump here; the cache rebuilds what changed) -----------
 KUBE_VERSION="v1.37.2"   # k8s.io/kubernetes tag: kube-apiserver + kubectl
@@ -40,7 +45,7 @@ EOF
 
 if have_apiserver && have_kubectl && have_etcd; then
   [[ -f "$BIN/VERSIONS" ]] || write_versions
-  exit 0
+  exec "$HERE/build-projector.sh"
 fi
 
 command -v go >/dev/null || { log "error: the Go toolchain (go) is required to build the control plane"; exit 1; }
@@ -50,7 +55,7 @@ mkdir -p "$BIN" "$SRC"
 if command -v flock >/dev/null; then
   exec 9>"$CACHE/.build.lock"
   flock 9
-  if have_apiserver && have_kubectl && have_etcd; then write_versions; exit 0; fi
+  if have_apiserver && have_kubectl && have_etcd; then write_versions; exec 9>&-; exec "$HERE/build-projector.sh"; fi
 fi
 
 # Private Go caches so nothing is written outside $CACHE; static binaries;
@@ -166,6 +171,8 @@ if ! (have_apiserver && have_kubectl && have_etcd); then
   log "error: built binaries do not report the pinned versions"; exit 1
 fi
 write_versions
+# While the module and build caches are warm: the projector shares most of them.
+MCPGOV_KEEP_GO_CACHE=1 "$HERE/build-projector.sh"
 
 # The Go caches are only needed to build; drop them (GBs) unless asked not to.
 if [[ "${MCPGOV_KEEP_GO_CACHE:-0}" != 1 ]]; then

@@ -4,6 +4,8 @@
 //! conditions with a deadline instead of sleeping.
 
 pub mod kubectl_docs;
+pub mod projector;
+pub use projector::{Projection, Projector};
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
