@@ -39,7 +39,7 @@ fn foreign_and_oversized_documents_are_refused() {
         parse(wrong.as_bytes()),
         Err(BundleError::WrongKind(_))
     ));
-    let future = text.replace("\"schemaVersion\":1", "\"schemaVersion\":99");
+    let future = text.replace("\"schemaVersion\":2", "\"schemaVersion\":99");
     assert_eq!(
         parse(future.as_bytes()),
         Err(BundleError::UnsupportedVersion(99))

@@ -83,6 +83,24 @@ impl MCPServer {
         });
         engine::Server {
             key: key_of(self, default_ns),
+            endpoint: engine::Endpoint {
+                url: self.spec.endpoint.url.clone(),
+                transport: match self.spec.endpoint.transport {
+                    server::Transport::StreamableHTTP => engine::Transport::StreamableHTTP,
+                    server::Transport::SSE => engine::Transport::SSE,
+                },
+                headers: self
+                    .spec
+                    .endpoint
+                    .headers
+                    .iter()
+                    .map(|h| engine::HeaderRef {
+                        name: h.name.clone(),
+                        secret_name: h.value_from.secret_key_ref.name.clone(),
+                        secret_key: h.value_from.secret_key_ref.key.clone(),
+                    })
+                    .collect(),
+            },
             data_access: self
                 .spec
                 .data_access
