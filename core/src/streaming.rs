@@ -209,6 +209,14 @@ fn canonical_object(
     for (i, m) in members.iter().enumerate() {
         budget.tick()?;
         if members.get(i + 1).is_some_and(|next| key(next) == key(m)) {
+            // Overridden, but still checked: a document the value writer refuses (a
+            // number out of range here) is refused here too.
+            canonical(
+                &raw[m.value as usize..],
+                depth + 1,
+                budget,
+                &mut std::io::sink(),
+            )?;
             continue;
         }
         if !first {
@@ -416,8 +424,12 @@ mod tests {
             "1e",
             "tru",
             "\"\\ud800\"",
+            // In a member a later one overrides: refused all the same.
+            r#"{"a": 1e400, "a": 1}"#,
+            r#"{"a": [[1e400]], "a": 1}"#,
         ] {
             assert!(canon(bad).is_err(), "{bad}");
+            assert!(serde_json::from_str::<Value>(bad).is_err(), "{bad}");
         }
     }
 
