@@ -1,5 +1,6 @@
 //! The bundle as a reader sees it: owned types for the document the engine writes (see
-//! `docs/bundle-format.md`).
+//! `docs/bundle-format.md` and `docs/bundle.schema.json`). Unknown fields are refused:
+//! a field this reader does not know may carry a rule it would not enforce.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +11,7 @@ pub const MAX_BUNDLE_BYTES: usize = 1024 * 1024;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct BundleDocument {
     pub agent: AgentRef,
     pub catalog_digest: String,
@@ -24,6 +26,7 @@ pub struct BundleDocument {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BundleServer {
     pub endpoint: BundleEndpoint,
     /// `namespace/server`.
@@ -32,6 +35,7 @@ pub struct BundleServer {
 
 /// Where the gateway forwards a server's calls.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BundleEndpoint {
     /// Header names and the Secret keys holding their values (never the values); the
     /// gateway reads each from `<credentials-dir>/<secret name>/<key>`.
@@ -48,12 +52,14 @@ pub enum Transport {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct BundleHeader {
     pub name: String,
     pub secret_key_ref: SecretKeyRef,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SecretKeyRef {
     pub key: String,
     /// The Secret's name.
@@ -61,6 +67,7 @@ pub struct SecretKeyRef {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AgentRef {
     pub name: String,
     pub namespace: String,
@@ -68,6 +75,7 @@ pub struct AgentRef {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct BundleTool {
     pub contract_digest: Option<String>,
     /// `eligible` or `rejected`.

@@ -48,6 +48,30 @@ fn foreign_and_oversized_documents_are_refused() {
         parse(b"{\"kind\":"),
         Err(BundleError::Malformed(_))
     ));
+    // A field this reader does not know, at any depth, or a v2 field that is malformed.
+    for (from, to) in [
+        ("\"defaultDecision\"", "\"allow\":true,\"defaultDecision\""),
+        ("\"headers\":[]", "\"headers\":[],\"tls\":{}"),
+        (
+            "\"transport\":\"StreamableHTTP\"",
+            "\"transport\":\"stdio\"",
+        ),
+        ("\"key\":\"", "\"eligibleUntil\":\"soon\",\"key\":\""),
+        (
+            "\"key\":\"",
+            "\"eligibleUntil\":\"2026-02-30T00:00:00Z\",\"key\":\"",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let bad = text.replacen(from, to, 1);
+        assert!(
+            matches!(
+                parse(bad.as_bytes()),
+                Err(BundleError::Malformed(_) | BundleError::Invalid(..))
+            ),
+            "{to}"
+        );
+    }
     let big = vec![b' '; 1024 * 1024 + 1];
     assert!(matches!(parse(&big), Err(BundleError::TooLarge(_))));
 }

@@ -93,7 +93,11 @@ fn an_oversized_bundle_is_an_error_naming_the_limit() {
     );
 }
 
+/// The document, after checking the reader (the gateway's types) takes it and writes it
+/// back to the same bytes.
 fn doc(b: &Bundle) -> serde_json::Value {
+    let read = mcpgov_core::bundle::parse(&b.bytes).unwrap();
+    assert_eq!(canonical::to_canonical_json(&read), b.bytes);
     serde_json::from_slice(&b.bytes).unwrap()
 }
 
