@@ -97,7 +97,8 @@ fn what_a_gateway_must_not_take_is_refused() {
             .position(|t| t.get("eligibleUntil").is_some())
             .unwrap()
     };
-    let mutations: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Mutation = Box<dyn Fn(&mut Value)>;
+    let mutations: Vec<(&str, Mutation)> = vec![
         (
             "schemaVersion 1",
             Box::new(|d| d["schemaVersion"] = json!(1)),
