@@ -79,16 +79,26 @@ pub fn write_presorted<W: Write, T: Serialize + ?Sized>(out: W, value: &T) -> io
 
 /// Order of two member names under RFC 8785: by UTF-16 code units.
 pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    // UTF-8 byte order is code point order, which agrees with UTF-16 order unless a
-    // character at or above U+E000 meets one above U+FFFF (a surrogate pair sorts lower).
-    let (x, y) = (a.as_bytes(), b.as_bytes());
-    let common = x.iter().zip(y).take_while(|(p, q)| p == q).count();
-    // Back up to the start of the character that differs.
-    let start = (0..=common)
-        .rev()
-        .find(|&i| a.is_char_boundary(i) && b.is_char_boundary(i))
-        .unwrap_or(0);
-    a[start..].encode_utf16().cmp(b[start..].encode_utf16())
+    utf16_cmp_utf8(a.as_bytes(), b.as_bytes())
+}
+
+/// [`utf16_cmp`] over the UTF-8 bytes of two strings, without decoding them. UTF-8 byte
+/// order is code point order, which UTF-16 order follows except where a character from
+/// U+E000 to U+FFFF (one unit, lead byte 0xEE or 0xEF) meets one above U+FFFF (a
+/// surrogate pair, 0xD800 and up, lead byte 0xF0 to 0xF4): there the latter sorts first.
+pub(crate) fn utf16_cmp_utf8(a: &[u8], b: &[u8]) -> Ordering {
+    let Some(i) = a.iter().zip(b).position(|(x, y)| x != y) else {
+        return a.len().cmp(&b.len());
+    };
+    // The character that differs starts at the same place in both (equal bytes before).
+    let start = (0..=i).rev().find(|&j| a[j] & 0xC0 != 0x80).unwrap_or(0);
+    let high_bmp = |c: u8| (0xEE..=0xEF).contains(&c);
+    let astral = |c: u8| c >= 0xF0;
+    match (a[start], b[start]) {
+        (x, y) if high_bmp(x) && astral(y) => Ordering::Greater,
+        (x, y) if astral(x) && high_bmp(y) => Ordering::Less,
+        _ => a[i].cmp(&b[i]),
+    }
 }
 
 /// A finite double in ECMAScript Number-to-String form (`-0` as `0`).
@@ -377,6 +387,37 @@ mod tests {
             assert_eq!(utf16_cmp(a, b), want, "{a:?} {b:?}");
             let units = a.encode_utf16().cmp(b.encode_utf16());
             assert_eq!(units, want);
+        }
+        // Against the definition, over characters from every UTF-8 length and either
+        // side of the surrogates, in pairs and with a shared prefix.
+        let chars = [
+            'a',
+            '\u{7f}',
+            '\u{80}',
+            'é',
+            '\u{7ff}',
+            '\u{800}',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{efff}',
+            '\u{f000}',
+            '\u{fb33}',
+            '\u{ffff}',
+            '\u{10000}',
+            '😀',
+            '\u{10ffff}',
+        ];
+        for x in chars {
+            for y in chars {
+                for (p, q) in [
+                    (format!("{x}"), format!("{y}")),
+                    (format!("k{x}z"), format!("k{y}")),
+                    (format!("{x}{y}"), format!("{x}")),
+                ] {
+                    let want = p.encode_utf16().cmp(q.encode_utf16());
+                    assert_eq!(utf16_cmp(&p, &q), want, "{p:?} {q:?}");
+                }
+            }
         }
     }
 

@@ -7,7 +7,7 @@
 //! The bytes are exactly those [`crate::canonical::to_canonical_json`] gives for the
 //! parsed value (a property test holds the two together).
 
-use crate::canonical::{utf16_cmp, write_number, write_string};
+use crate::canonical::{utf16_cmp_utf8, write_number, write_string};
 use serde::Deserialize;
 use serde::de::{self, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -187,23 +187,21 @@ fn canonical_object(
             owned: &mut owned,
         })
         .map_err(|e| e.to_string())?;
-    let key = |m: &Member| -> &str {
+    let key = |m: &Member| -> &[u8] {
         let at = (m.key & !OWNED) as usize;
-        let bytes = if m.key & OWNED != 0 {
+        if m.key & OWNED != 0 {
             let len = u32::from_le_bytes([owned[at], owned[at + 1], owned[at + 2], owned[at + 3]]);
             &owned[at + 4..at + 4 + len as usize]
         } else {
             // A borrowed key has no escape: it ends at the next quote.
             let rest = &raw.as_bytes()[at..];
             &rest[..rest.iter().position(|&c| c == b'"').unwrap_or(rest.len())]
-        };
-        // Both come from a `&str` cut at quotes (ASCII): always UTF-8.
-        std::str::from_utf8(bytes).unwrap_or("")
+        }
     };
-    // Keys in UTF-16 order; for a repeated key the last one counts (as for serde_json's
-    // maps and most parsers), so equal keys are kept in document order and all but the
-    // last skipped.
-    members.sort_unstable_by(|a, b| utf16_cmp(key(a), key(b)).then(a.value.cmp(&b.value)));
+    // Keys in UTF-16 order (compared on their UTF-8 bytes); for a repeated key the last
+    // one counts (as for serde_json's maps and most parsers), so equal keys are kept in
+    // document order and all but the last skipped.
+    members.sort_unstable_by(|a, b| utf16_cmp_utf8(key(a), key(b)).then(a.value.cmp(&b.value)));
     let _ = out.write_all(b"{");
     let mut first = true;
     for (i, m) in members.iter().enumerate() {
@@ -223,7 +221,9 @@ fn canonical_object(
             let _ = out.write_all(b",");
         }
         first = false;
-        write_string(key(m), out).map_err(|e| e.to_string())?;
+        // Cut from a `&str` at quotes (ASCII), or decoded: always UTF-8.
+        let k = std::str::from_utf8(key(m)).map_err(|e| e.to_string())?;
+        write_string(k, out).map_err(|e| e.to_string())?;
         let _ = out.write_all(b":");
         canonical(&raw[m.value as usize..], depth + 1, budget, out)?;
     }
