@@ -134,6 +134,18 @@ pub fn parse(bytes: &[u8]) -> Result<BundleDocument, BundleError> {
     if doc.schema_version != BUNDLE_SCHEMA_VERSION {
         return Err(BundleError::UnsupportedVersion(doc.schema_version));
     }
+    // One entry per key: two rules (or two upstreams) for one tool would be ambiguous.
+    let mut seen = std::collections::BTreeSet::new();
+    for k in doc
+        .tools
+        .iter()
+        .map(|t| &t.key)
+        .chain(doc.servers.iter().map(|s| &s.key))
+    {
+        if !seen.insert(k.as_str()) {
+            return Err(BundleError::Invalid("a repeated key".into(), k.clone()));
+        }
+    }
     // An expiry that cannot be read must not read as "never expires".
     for t in &doc.tools {
         if let Some(u) = &t.eligible_until

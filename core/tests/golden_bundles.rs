@@ -72,6 +72,20 @@ fn foreign_and_oversized_documents_are_refused() {
             "{to}"
         );
     }
+    // A tool or a server listed twice (two rules for one key) is ambiguous: refused.
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for list in ["tools", "servers"] {
+        let mut twice = doc.clone();
+        let first = twice[list][0].clone();
+        twice[list].as_array_mut().unwrap().push(first);
+        assert!(
+            matches!(
+                parse(&to_canonical_json(&twice)),
+                Err(BundleError::Invalid(..))
+            ),
+            "{list}"
+        );
+    }
     let big = vec![b' '; 1024 * 1024 + 1];
     assert!(matches!(parse(&big), Err(BundleError::TooLarge(_))));
 }
