@@ -19,6 +19,8 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== unit, property and golden tests"
+# Includes core's RFC 8785 comparison with the `rfc8785` package from PyPI: the test
+# installs it (hash-pinned) into a cached venv via core/tests/rfc8785-python/install.sh.
 cargo test --locked
 if [[ "${1:-}" == --fast ]]; then
   echo "fast run: release build, GitOps, alerts, e2e, chart and conformance suites skipped"

@@ -4,3 +4,4 @@
 pub mod bundle;
 pub mod canonical;
 pub mod contract;
+pub mod streaming;

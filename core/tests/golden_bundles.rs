@@ -39,7 +39,7 @@ fn foreign_and_oversized_documents_are_refused() {
         parse(wrong.as_bytes()),
         Err(BundleError::WrongKind(_))
     ));
-    let future = text.replace("\"schemaVersion\":1", "\"schemaVersion\":99");
+    let future = text.replace("\"schemaVersion\":2", "\"schemaVersion\":99");
     assert_eq!(
         parse(future.as_bytes()),
         Err(BundleError::UnsupportedVersion(99))
@@ -48,6 +48,44 @@ fn foreign_and_oversized_documents_are_refused() {
         parse(b"{\"kind\":"),
         Err(BundleError::Malformed(_))
     ));
+    // A field this reader does not know, at any depth, or a v2 field that is malformed.
+    for (from, to) in [
+        ("\"defaultDecision\"", "\"allow\":true,\"defaultDecision\""),
+        ("\"headers\":[]", "\"headers\":[],\"tls\":{}"),
+        (
+            "\"transport\":\"StreamableHTTP\"",
+            "\"transport\":\"stdio\"",
+        ),
+        ("\"key\":\"", "\"eligibleUntil\":\"soon\",\"key\":\""),
+        (
+            "\"key\":\"",
+            "\"eligibleUntil\":\"2026-02-30T00:00:00Z\",\"key\":\"",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let bad = text.replacen(from, to, 1);
+        assert!(
+            matches!(
+                parse(bad.as_bytes()),
+                Err(BundleError::Malformed(_) | BundleError::Invalid(..))
+            ),
+            "{to}"
+        );
+    }
+    // A tool or a server listed twice (two rules for one key) is ambiguous: refused.
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for list in ["tools", "servers"] {
+        let mut twice = doc.clone();
+        let first = twice[list][0].clone();
+        twice[list].as_array_mut().unwrap().push(first);
+        assert!(
+            matches!(
+                parse(&to_canonical_json(&twice)),
+                Err(BundleError::Invalid(..))
+            ),
+            "{list}"
+        );
+    }
     let big = vec![b' '; 1024 * 1024 + 1];
     assert!(matches!(parse(&big), Err(BundleError::TooLarge(_))));
 }

@@ -3,19 +3,21 @@
 //! (and of the evaluation instant only through expiring exceptions): nothing about the
 //! process, the clock or the graph instance goes inside.
 
-use crate::canonical::{digest_of, sha256_hex};
+use crate::canonical::{digest_of, sha256_hex, write_presorted};
 use crate::model::*;
 use crate::select::{AgentEvaluation, Decision, Reason};
 use crate::verdict::{Classification, DenyPath, Evaluator};
 use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use mcpgov_core::bundle::{BUNDLE_KIND, BUNDLE_SCHEMA_VERSION, MAX_BUNDLE_BYTES};
 
 // The bundle is written straight from these structs, without a `serde_json::Value` in
-// between: every field is declared in sorted order of its JSON name, so the output is
-// already canonical (a test re-canonicalises real bundles to check it, and the golden
-// bundles pin the bytes).
+// between: every field is declared in sorted order of its JSON name (all ASCII, where
+// UTF-16 order is byte order) and RFC 8785 scalars are written by `write_presorted`, so
+// the output is already canonical (a test re-canonicalises real bundles to check it, and
+// the golden bundles pin the bytes).
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -27,7 +29,54 @@ struct BundleDoc<'a> {
     kind: &'static str,
     profile: Profile,
     schema_version: u32,
+    servers: Vec<BundleServer<'a>>,
     tools: Vec<BundleTool<'a>>,
+}
+
+#[derive(Serialize)]
+struct BundleServer<'a> {
+    endpoint: BundleEndpoint<'a>,
+    key: String,
+}
+
+#[derive(Serialize)]
+struct BundleEndpoint<'a> {
+    headers: Vec<BundleHeader<'a>>,
+    transport: Transport,
+    url: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BundleHeader<'a> {
+    name: &'a str,
+    secret_key_ref: BundleSecretKeyRef<'a>,
+}
+
+#[derive(Serialize)]
+struct BundleSecretKeyRef<'a> {
+    key: &'a str,
+    name: &'a str,
+}
+
+impl<'a> From<&'a Endpoint> for BundleEndpoint<'a> {
+    fn from(e: &'a Endpoint) -> Self {
+        BundleEndpoint {
+            headers: e
+                .headers
+                .iter()
+                .map(|h| BundleHeader {
+                    name: &h.name,
+                    secret_key_ref: BundleSecretKeyRef {
+                        key: &h.secret_key,
+                        name: &h.secret_name,
+                    },
+                })
+                .collect(),
+            transport: e.transport,
+            url: &e.url,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -42,6 +91,8 @@ struct BundleTool<'a> {
     contract_digest: Option<&'a str>,
     decision: Decision,
     deny_paths: Vec<BundlePath<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eligible_until: Option<String>,
     key: &'a str,
     name: &'a str,
     reasons: &'a [Reason],
@@ -203,6 +254,17 @@ impl Evaluator<'_> {
             .iter()
             .map(|s| (&s.input.key, s.catalog_digest.as_str()))
             .collect();
+        let until = self.eligible_until(eval);
+        // The upstream of every listed tool, once, in key order.
+        let upstreams: BTreeMap<&str, &Endpoint> = eval
+            .tools
+            .iter()
+            .filter_map(|t| {
+                let key = ObjKey::new(&t.id.namespace, &t.id.server);
+                let s = engine.servers.get(&key)?;
+                Some((t.id.server_key(), &s.input.endpoint))
+            })
+            .collect();
         let doc = BundleDoc {
             agent: BundleAgent {
                 name: &eval.agent.name,
@@ -214,13 +276,22 @@ impl Evaluator<'_> {
             kind: BUNDLE_KIND,
             profile: eval.profile,
             schema_version: BUNDLE_SCHEMA_VERSION,
+            servers: upstreams
+                .into_iter()
+                .map(|(key, e)| BundleServer {
+                    endpoint: e.into(),
+                    key: key.to_string(),
+                })
+                .collect(),
             tools: eval
                 .tools
                 .iter()
-                .map(|t| BundleTool {
+                .zip(until)
+                .map(|(t, until)| BundleTool {
                     contract_digest: t.contract_digest.as_deref(),
                     decision: t.decision,
                     deny_paths: t.deny_paths.iter().map(Into::into).collect(),
+                    eligible_until: until.map(rfc3339_seconds),
                     key: t.id.as_str(),
                     name: &t.id.name,
                     reasons: &t.reasons,
@@ -231,7 +302,7 @@ impl Evaluator<'_> {
         };
         // Sized from the tool count (about 500 bytes a tool) to skip the regrowth.
         let mut bytes = Vec::with_capacity(1024 + doc.tools.len() * 512);
-        serde_json::to_writer(&mut bytes, &doc).expect("bundles always serialise");
+        write_presorted(&mut bytes, &doc).expect("bundles always serialise");
         if bytes.len() > MAX_BUNDLE_BYTES {
             return Err(BundleError::TooLarge {
                 agent: eval.agent.clone(),
@@ -246,4 +317,70 @@ impl Evaluator<'_> {
             bytes,
         })
     }
+}
+
+impl Evaluator<'_> {
+    /// For each tool of `eval` (same order): the instant from which it is no longer
+    /// eligible, when an expected exception it depends on expires before anything else
+    /// changes. Exact rather than guessed: when some eligible tool has an excused deny
+    /// path, the agent is evaluated again at each later expiry instant of its exceptions,
+    /// earliest first (the engine's only clock input is exception expiry), and a tool
+    /// that is no longer eligible there gets that instant. No excused path, no extra
+    /// evaluation; at most one per exception of the agent's Grants (bounded by the CRD).
+    fn eligible_until(&self, eval: &AgentEvaluation) -> Vec<Option<jiff::Timestamp>> {
+        let mut until = vec![None; eval.tools.len()];
+        let excused = |t: &crate::select::ToolDecision| {
+            t.decision == Decision::Eligible
+                && t.deny_paths
+                    .iter()
+                    .any(|p| p.classification == Classification::AuthorizedButGoverned)
+        };
+        if !eval.tools.iter().any(excused) {
+            return until;
+        }
+        // Any of the agent's exceptions may take over a path when another expires, so
+        // every expiry of the agent's is a candidate instant, not only the covering ones.
+        let engine = self.engine();
+        let instants: BTreeSet<jiff::Timestamp> = engine
+            .grant_keys_of(&eval.agent)
+            .filter_map(|k| engine.grants.get(k))
+            .flat_map(|g| g.exceptions.iter().filter_map(|e| e.expires))
+            .filter(|t| *t > self.now)
+            .collect();
+        let mut open: Vec<usize> = (0..eval.tools.len())
+            .filter(|&i| excused(&eval.tools[i]))
+            .collect();
+        for at in instants {
+            if open.is_empty() {
+                break;
+            }
+            let Some(later) = engine
+                .evaluator(at)
+                .evaluate_agent(&eval.agent, Some(eval.profile))
+            else {
+                break;
+            };
+            let eligible_then: BTreeSet<&crate::key::ToolId> = later
+                .tools
+                .iter()
+                .filter(|t| t.decision == Decision::Eligible)
+                .map(|t| &t.id)
+                .collect();
+            open.retain(|&i| {
+                if eligible_then.contains(&eval.tools[i].id) {
+                    return true;
+                }
+                until[i] = Some(at);
+                false
+            });
+        }
+        until
+    }
+}
+
+/// RFC 3339 in UTC with whole seconds: a sub-second expiry is written at the second
+/// before it, so a gateway stops the tool no later than the engine would.
+fn rfc3339_seconds(t: jiff::Timestamp) -> String {
+    let whole = jiff::Timestamp::from_second(t.as_second()).unwrap_or(t);
+    whole.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }

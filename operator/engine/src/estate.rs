@@ -154,6 +154,10 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
         }
         out.push(Object::Server(Server {
             key: ObjKey::new(ns_of(s), server_name(s)),
+            endpoint: Endpoint {
+                url: format!("http://{}.{}:8080/mcp", server_name(s), ns_of(s)),
+                ..Default::default()
+            },
             data_access: access,
             sharing: if rng.chance(20) {
                 Sharing::All

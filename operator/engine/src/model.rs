@@ -178,10 +178,42 @@ impl Sharing {
     }
 }
 
+/// An MCP transport, named as the MCPServer spells it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Transport {
+    #[default]
+    StreamableHTTP,
+    SSE,
+}
+
+/// A request header whose value a Secret key in the server's namespace holds. Only the
+/// reference travels (into bundles); the value never reaches the engine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderRef {
+    pub name: String,
+    pub secret_name: String,
+    pub secret_key: String,
+}
+
+/// Where a server is reached: what a gateway needs to forward an agent's calls. It
+/// decides nothing, so it enters no governance digest; it is written into bundles.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Endpoint {
+    pub url: String,
+    #[serde(default)]
+    pub transport: Transport,
+    #[serde(default)]
+    pub headers: Vec<HeaderRef>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Server {
     pub key: ObjKey,
+    #[serde(default)]
+    pub endpoint: Endpoint,
     #[serde(default)]
     pub data_access: Vec<DataAccess>,
     #[serde(default)]

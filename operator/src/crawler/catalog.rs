@@ -1,8 +1,9 @@
 //! The retained catalog: tools, resources and resource templates as the crawler keeps
 //! them (read by `page`), and the catalog digest.
 //!
-//! A tool's contract digest is `sha256:` over the canonical JSON (sorted keys, no
-//! whitespace) of `{name, title, description, inputSchema, outputSchema, annotations}`,
+//! A tool's contract digest (`mcpgov_core::contract`, shared with the gateway) is
+//! `sha256:` over the RFC 8785 canonical JSON of `{name, title, description,
+//! inputSchema, outputSchema, annotations}`,
 //! as the server sent them, with absent fields left out rather than written as `null`,
 //! and `annotations` left out when it holds no known hint: a server that sends
 //! `"title": null` or `"annotations": {}` has the same contract as one that omits them.

@@ -6,10 +6,12 @@
 //! from the body (`RawValue`), one item at a time; the tool count is checked as each item
 //! is read, so a page of 400,000 tools stops at the first one over `maxTools`. A tool's
 //! input and output schemas are not kept at all: the contract digest is computed from
-//! their bytes by a streaming canonicaliser (objects sorted through a table of 8-byte
-//! offsets, arrays never held, nesting bounded by [`MAX_DEPTH`]), so a schema costs at
+//! the tool's bytes by `mcpgov_core::contract` (the function a gateway recomputes it
+//! with), whose streaming RFC 8785 canonicaliser sorts objects through a table of 8-byte
+//! offsets, never holds arrays and bounds nesting (64 levels), so a schema costs at
 //! most 1.6 times its own size while it is digested, and nothing afterwards. Reading
-//! watches the crawl's deadline ([`Clock`]): it runs off the async workers.
+//! watches the crawl's deadline ([`Clock`], ticked by the canonicaliser as its
+//! `Budget`): it runs off the async workers.
 //!
 //! Strings kept for display (titles, descriptions, names of resources) are escaped and
 //! bounded ([`super::untrusted`]); the digest covers them as the server sent them.
@@ -21,21 +23,18 @@ use super::catalog::{Annotations, Resource, ResourceTemplate, Tool};
 use super::error::{Cap, CrawlError};
 use super::session::ListKind;
 use super::untrusted;
-use mcpgov_engine::canonical::{DigestWriter, to_canonical_json};
+use mcpgov_core::contract::tool_contract_digest_within;
+use mcpgov_core::streaming::Budget;
 use serde::Deserialize;
 use serde::de::{
     self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
-use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::fmt;
-use std::io::Write;
 use std::time::Instant;
 
-/// Nesting a schema may have (objects and arrays); deeper is a protocol error.
-pub const MAX_DEPTH: usize = 64;
 /// Longest tool name (the CRD's `dataAccess[].tool` allows 256 too).
 pub const MAX_NAME: usize = 256;
 /// Longest resource URI or URI template.
@@ -338,10 +337,6 @@ pub(crate) fn tool(raw: &RawValue, index: usize, clock: &Clock) -> Result<Tool, 
         #[serde(borrow, default)]
         description: Field<'a>,
         #[serde(borrow, default)]
-        input_schema: Field<'a>,
-        #[serde(borrow, default)]
-        output_schema: Field<'a>,
-        #[serde(borrow, default)]
         annotations: Field<'a>,
     }
     #[derive(Deserialize)]
@@ -366,9 +361,6 @@ pub(crate) fn tool(raw: &RawValue, index: usize, clock: &Clock) -> Result<Tool, 
         let name = identity(t.name, "name", MAX_NAME)?;
         let title = opt_string(t.title, "title")?;
         let description = opt_string(t.description, "description")?;
-        let input_schema =
-            opt_object(t.input_schema, "inputSchema")?.ok_or("inputSchema is missing")?;
-        let output_schema = opt_object(t.output_schema, "outputSchema")?;
         let annotations = match opt_object(t.annotations, "annotations")? {
             None => Annotations::default(),
             Some(a) => {
@@ -382,15 +374,8 @@ pub(crate) fn tool(raw: &RawValue, index: usize, clock: &Clock) -> Result<Tool, 
                 }
             }
         };
-        let contract = Contract {
-            name: &name,
-            title: title.as_deref(),
-            description: description.as_deref(),
-            input_schema,
-            output_schema,
-            annotations: &annotations,
-        };
-        let contract_digest = contract.digest(clock)?;
+        // The one definition the gateway recomputes, over the same bytes.
+        let contract_digest = tool_contract_digest_within(raw.get(), clock)?;
         Ok(Tool {
             name,
             title: shown_line(title, MAX_TITLE),
@@ -454,61 +439,6 @@ pub(crate) fn template(raw: &RawValue, index: usize) -> Result<ResourceTemplate,
 
 // --- the contract digest -------------------------------------------------------------
 
-/// What a tool's contract digest covers, as the server sent it.
-pub(crate) struct Contract<'a> {
-    pub name: &'a str,
-    pub title: Option<&'a str>,
-    pub description: Option<&'a str>,
-    /// Raw JSON of an object.
-    pub input_schema: &'a str,
-    pub output_schema: Option<&'a str>,
-    pub annotations: &'a Annotations,
-}
-
-impl Contract<'_> {
-    /// `sha256:` over the canonical JSON of `{name, title, description, inputSchema,
-    /// outputSchema, annotations}` (absent fields left out, `annotations` only with a known
-    /// field), written in key order, piece by piece.
-    pub fn digest(&self, clock: &Clock) -> Result<String, String> {
-        // Buffered: canonical JSON is written in many small pieces.
-        let mut w = std::io::BufWriter::with_capacity(8192, DigestWriter::new());
-        let mut first = true;
-        let mut key = |w: &mut dyn Write, k: &str| {
-            let _ = w.write_all(if first { b"{\"" } else { b",\"" });
-            first = false;
-            let _ = w.write_all(k.as_bytes());
-            let _ = w.write_all(b"\":");
-        };
-        let string = |w: &mut dyn Write, s: &str| {
-            let _ = serde_json::to_writer(w, s);
-        };
-        // Sorted: annotations, description, inputSchema, name, outputSchema, title.
-        if !self.annotations.is_empty() {
-            key(&mut w, "annotations");
-            let _ = w.write_all(&to_canonical_json(self.annotations));
-        }
-        if let Some(d) = self.description {
-            key(&mut w, "description");
-            string(&mut w, d);
-        }
-        key(&mut w, "inputSchema");
-        canonical(self.input_schema, 1, clock, &mut w).map_err(|e| format!("inputSchema: {e}"))?;
-        key(&mut w, "name");
-        string(&mut w, self.name);
-        if let Some(o) = self.output_schema {
-            key(&mut w, "outputSchema");
-            canonical(o, 1, clock, &mut w).map_err(|e| format!("outputSchema: {e}"))?;
-        }
-        if let Some(t) = self.title {
-            key(&mut w, "title");
-            string(&mut w, t);
-        }
-        let _ = w.write_all(b"}");
-        let w = w.into_inner().map_err(|e| e.to_string())?;
-        Ok(w.finish())
-    }
-}
-
 /// Time the reading of one page may take: the crawl's deadline, checked now and then
 /// while a page is read (reading runs off the async workers, where the crawl's own timer
 /// cannot stop it).
@@ -536,6 +466,12 @@ impl Clock {
         }
     }
 
+    fn expired(&self) -> bool {
+        self.expired.get()
+    }
+}
+
+impl Budget for Clock {
     /// Count one unit of work; every 4096th looks at the time.
     fn tick(&self) -> Result<(), String> {
         let n = self.ticks.get().wrapping_add(1);
@@ -551,358 +487,13 @@ impl Clock {
         }
         Ok(())
     }
-
-    fn expired(&self) -> bool {
-        self.expired.get()
-    }
-}
-
-/// Write the canonical JSON of the first JSON value in `raw` (valid JSON) to `out`: the
-/// bytes `mcpgov_engine::canonical::to_canonical_json` gives for it, without building it.
-/// `depth` is the nesting of that value itself (1 for a schema).
-pub(crate) fn canonical(
-    raw: &str,
-    depth: usize,
-    clock: &Clock,
-    out: &mut impl Write,
-) -> Result<(), String> {
-    clock.tick()?;
-    let raw = raw.trim_start();
-    match raw.as_bytes().first() {
-        Some(b'{') | Some(b'[') if depth > MAX_DEPTH => {
-            Err(format!("nested deeper than {MAX_DEPTH} levels"))
-        }
-        Some(b'{') => canonical_object(raw, depth, clock, out),
-        Some(b'[') => {
-            let mut err = None;
-            let r = serde_json::Deserializer::from_str(raw).deserialize_seq(ArrayWriter {
-                depth,
-                clock,
-                out: &mut *out,
-                err: &mut err,
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-            r.map_err(|e| e.to_string())
-        }
-        _ => {
-            // What serde_json writes back unchanged is copied as it is: literals, plain
-            // integers, strings without escapes.
-            if let Some(token) = verbatim(raw) {
-                return out.write_all(token.as_bytes()).map_err(|e| e.to_string());
-            }
-            let mut de = serde_json::Deserializer::from_str(raw);
-            let v = Value::deserialize(&mut de).map_err(|e| e.to_string())?;
-            serde_json::to_writer(out, &v).map_err(|e| e.to_string())
-        }
-    }
-}
-
-/// The scalar token at the start of `raw` when its canonical form is itself.
-fn verbatim(raw: &str) -> Option<&str> {
-    let b = raw.as_bytes();
-    for lit in ["true", "false", "null"] {
-        if raw.starts_with(lit) {
-            return Some(&raw[..lit.len()]);
-        }
-    }
-    match b.first()? {
-        b'"' => {
-            // No escape (nor a raw control character): written back the same.
-            let end = 1 + b[1..]
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\' || c < 0x20)?;
-            (b[end] == b'"').then(|| &raw[..=end])
-        }
-        b'-' | b'0'..=b'9' => {
-            let len = b
-                .iter()
-                .position(|c| !matches!(c, b'-' | b'0'..=b'9'))
-                .unwrap_or(b.len());
-            let negative = b[0] == b'-';
-            let digits = &raw[usize::from(negative)..len];
-            // A plain integer that fits in 64 bits, without a leading zero; not `-0`,
-            // which serde_json reads as a float.
-            let fits = (1..=18).contains(&digits.len()) && !digits.contains('-');
-            let leading_zero = digits.len() > 1 && digits.starts_with('0');
-            let minus_zero = negative && digits == "0";
-            let fraction = matches!(b.get(len), Some(b'.' | b'e' | b'E'));
-            (fits && !leading_zero && !minus_zero && !fraction).then(|| &raw[..len])
-        }
-        _ => None,
-    }
-}
-
-struct ArrayWriter<'o, W> {
-    depth: usize,
-    clock: &'o Clock,
-    out: &'o mut W,
-    err: &'o mut Option<String>,
-}
-
-impl<'de, W: Write> Visitor<'de> for ArrayWriter<'_, W> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let _ = self.out.write_all(b"[");
-        let mut first = true;
-        while let Some(item) = seq.next_element::<&'de RawValue>()? {
-            if !first {
-                let _ = self.out.write_all(b",");
-            }
-            first = false;
-            if let Err(e) = canonical(item.get(), self.depth + 1, self.clock, self.out) {
-                *self.err = Some(e);
-                return Err(de::Error::custom("stopped"));
-            }
-        }
-        let _ = self.out.write_all(b"]");
-        Ok(())
-    }
-}
-
-/// One member of an object being sorted, 8 bytes whatever its size: where its key
-/// starts (in the object's bytes, just after the opening quote; or, with `OWNED`, in a
-/// side buffer of decoded keys that had escapes) and where its value starts.
-#[derive(Clone, Copy)]
-struct Member {
-    key: u32,
-    value: u32,
-}
-
-const OWNED: u32 = 1 << 31;
-
-fn canonical_object(
-    raw: &str,
-    depth: usize,
-    clock: &Clock,
-    out: &mut impl Write,
-) -> Result<(), String> {
-    if raw.len() >= OWNED as usize {
-        return Err("an object of 2 GiB or more".into());
-    }
-    // Count first, so the table is allocated once at its exact size.
-    let count = serde_json::Deserializer::from_str(raw)
-        .deserialize_map(Counter)
-        .map_err(|e| e.to_string())?;
-    let mut members: Vec<Member> = Vec::with_capacity(count);
-    // Decoded keys that had escapes, each after its length (4 bytes, little-endian).
-    let mut owned: Vec<u8> = Vec::new();
-    serde_json::Deserializer::from_str(raw)
-        .deserialize_map(Collector {
-            base: raw,
-            members: &mut members,
-            owned: &mut owned,
-        })
-        .map_err(|e| e.to_string())?;
-    let key = |m: &Member| -> &[u8] {
-        let at = (m.key & !OWNED) as usize;
-        if m.key & OWNED != 0 {
-            let len = u32::from_le_bytes([owned[at], owned[at + 1], owned[at + 2], owned[at + 3]]);
-            &owned[at + 4..at + 4 + len as usize]
-        } else {
-            // A borrowed key has no escape: it ends at the next quote.
-            let rest = &raw.as_bytes()[at..];
-            &rest[..rest.iter().position(|&c| c == b'"').unwrap_or(rest.len())]
-        }
-    };
-    // Keys in byte order (a `String`'s order); for a repeated key the last one counts
-    // (as for serde_json's maps), so equal keys are kept in document order and all but
-    // the last skipped.
-    members.sort_unstable_by(|a, b| key(a).cmp(key(b)).then(a.value.cmp(&b.value)));
-    let _ = out.write_all(b"{");
-    let mut first = true;
-    for (i, m) in members.iter().enumerate() {
-        clock.tick()?;
-        if members.get(i + 1).is_some_and(|next| key(next) == key(m)) {
-            continue;
-        }
-        if !first {
-            let _ = out.write_all(b",");
-        }
-        first = false;
-        let k = std::str::from_utf8(key(m)).map_err(|e| e.to_string())?;
-        serde_json::to_writer(&mut *out, k).map_err(|e| e.to_string())?;
-        let _ = out.write_all(b":");
-        canonical(&raw[m.value as usize..], depth + 1, clock, out)?;
-    }
-    let _ = out.write_all(b"}");
-    Ok(())
-}
-
-struct Counter;
-
-impl<'de> Visitor<'de> for Counter {
-    type Value = usize;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
-        let mut n = 0;
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
-            n += 1;
-        }
-        Ok(n)
-    }
-}
-
-struct Collector<'c, 'de> {
-    base: &'de str,
-    members: &'c mut Vec<Member>,
-    owned: &'c mut Vec<u8>,
-}
-
-fn offset(base: &str, part: &str) -> u32 {
-    (part.as_ptr() as usize - base.as_ptr() as usize) as u32
-}
-
-impl<'de> Visitor<'de> for Collector<'_, 'de> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(k) = map.next_key::<Cow<'de, str>>()? {
-            let value: &'de RawValue = map.next_value()?;
-            let key = match k {
-                Cow::Borrowed(k) => offset(self.base, k),
-                Cow::Owned(k) => {
-                    let at = self.owned.len() as u32 | OWNED;
-                    self.owned
-                        .extend_from_slice(&(k.len() as u32).to_le_bytes());
-                    self.owned.extend_from_slice(k.as_bytes());
-                    at
-                }
-            };
-            self.members.push(Member {
-                key,
-                value: offset(self.base, value.get()),
-            });
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use mcpgov_engine::canonical::digest_of;
-    use serde_json::json;
-
-    fn canon(v: &str) -> Result<String, String> {
-        let mut out = Vec::new();
-        canonical(v, 1, &Clock::unbounded(), &mut out)?;
-        Ok(String::from_utf8(out).unwrap())
-    }
-
-    fn reference(v: &str) -> String {
-        let v: Value = serde_json::from_str(v).unwrap();
-        String::from_utf8(to_canonical_json(&v)).unwrap()
-    }
-
-    #[test]
-    fn streaming_canonical_json_is_the_engines() {
-        for v in [
-            r#"{}"#,
-            r#"[]"#,
-            r#"{"b": 1, "a": {"z": [1, {"y": 2, "x": "é\n"}], "c": null}}"#,
-            r#"{"a": 1, "a": 2, "b": [true, false, null], "a": 3}"#,
-            r#"{"\u0062": 1, "a\"b": 2, "b": 3, "": {}, "\ud83d\ude00": "\u00e9"}"#,
-            r#"[1.0, 1e2, -0, 0.1, 18446744073709551615, 18446744073709551616, -9223372036854775808, 1.5e300, 3]"#,
-            r#"  { "k" :  [ { "z" : 1 , "y" : [ ] } ] , "j" : "\t\u0001" }  "#,
-            r#"{"enum": ["b", "a"], "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}}"#,
-        ] {
-            assert_eq!(canon(v).unwrap(), reference(v), "{v}");
-        }
-    }
-
-    /// Random values (keys from a tiny alphabet, so duplicates and escapes are common),
-    /// compact and pretty-printed: the streaming writer agrees with the engine.
-    #[test]
-    fn canonical_json_matches_the_engine_on_generated_values() {
-        use rand::Rng;
-        fn text(rng: &mut impl Rng) -> String {
-            let alphabet = ['a', 'b', 'c', '"', '\\', '\n', 'é', '\u{1}', '😀'];
-            (0..rng.random_range(0..4))
-                .map(|_| alphabet[rng.random_range(0..alphabet.len())])
-                .collect()
-        }
-        fn value(rng: &mut impl Rng, depth: u32) -> String {
-            let pick = if depth > 4 {
-                rng.random_range(0..6)
-            } else {
-                rng.random_range(0..8)
-            };
-            match pick {
-                0 => "null".into(),
-                1 => rng.random::<bool>().to_string(),
-                2 => rng.random::<i64>().to_string(),
-                3 => format!(
-                    "{}e{}",
-                    rng.random_range(-999..999),
-                    rng.random_range(-5..5)
-                ),
-                4 => format!("{:?}", rng.random::<f64>() * 1e6),
-                5 => serde_json::to_string(&text(rng)).unwrap(),
-                6 => {
-                    let items: Vec<String> = (0..rng.random_range(0..5))
-                        .map(|_| value(rng, depth + 1))
-                        .collect();
-                    format!("[ {} ]", items.join(" , "))
-                }
-                _ => {
-                    let members: Vec<String> = (0..rng.random_range(0..6))
-                        .map(|_| {
-                            format!(
-                                "{}:{}",
-                                serde_json::to_string(&text(rng)).unwrap(),
-                                value(rng, depth + 1)
-                            )
-                        })
-                        .collect();
-                    format!("{{\n {} }}", members.join(",\n "))
-                }
-            }
-        }
-        let mut rng = rand::rng();
-        for _ in 0..3000 {
-            let v = value(&mut rng, 0);
-            assert_eq!(canon(&v).unwrap(), reference(&v), "{v}");
-        }
-    }
-
-    #[test]
-    fn scalars_copied_as_they_are_are_exactly_what_serde_json_writes() {
-        for v in [
-            "0",
-            "7",
-            "-7",
-            "123456789012345678",
-            "1234567890123456789",
-            "-0",
-            "0.5",
-            "1e3",
-            "-1E-2",
-            "true",
-            "false",
-            "null",
-            r#""plain""#,
-            r#""esc\u0041""#,
-            r#""""#,
-            r#""é😀""#,
-        ] {
-            assert_eq!(canon(v).unwrap(), reference(v), "{v}");
-        }
-    }
+    use serde_json::{Value, json};
 
     /// Reading a page runs off the async workers, where the crawl's timer cannot stop it:
     /// it watches the deadline itself.
@@ -921,52 +512,62 @@ mod tests {
         assert!(read_(ListKind::Tools, zeros.as_bytes(), AT).is_ok());
     }
 
-    #[test]
-    fn nesting_is_bounded() {
-        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
-        assert!(canon(&ok).is_ok());
-        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
-        assert!(canon(&deep).unwrap_err().contains("nested deeper than 64"));
-        // Far deeper than any parser's recursion limit: still just refused.
-        let deeper = format!(r#"{{"a":{}{}}}"#, "[".repeat(100_000), "]".repeat(100_000));
-        assert!(canon(&deeper).unwrap_err().contains("nested deeper"));
-    }
-
-    /// The digest the gateway computes from the same listing entry.
-    fn old_digest(v: &Value) -> String {
-        mcpgov_core::contract::tool_contract_digest(&v.to_string()).unwrap()
-    }
-
     fn tool_of(v: &Value) -> Result<Tool, CrawlError> {
         let raw = serde_json::to_string(v).unwrap();
         let raw: &RawValue = serde_json::from_str(&raw).unwrap();
         tool(raw, 0, &Clock::unbounded())
     }
 
-    /// Catalogs crawled before the streaming reader keep their digests: no upgrade shows
-    /// every tool as a changed contract.
+    /// The crawler's digest is the gateway's (`tool_contract_digest` on the same entry),
+    /// and catalogs crawled before RFC 8785 keep their digests wherever it writes the
+    /// contract as before (the values below are those of schemaVersion 1): no upgrade
+    /// shows every tool as a changed contract.
     #[test]
     fn contract_digests_are_unchanged() {
-        for v in [
-            json!({"name": "t", "inputSchema": {"type": "object"}}),
-            json!({"name": "search", "title": "Search", "description": "Search things\n",
+        for (v, v1) in [
+            (
+                json!({"name": "t", "inputSchema": {"type": "object"}}),
+                "sha256:c6005ee7854db532c5afa7ec72ecc502c63014ac9fe51e0b422daf578ebd3e0a",
+            ),
+            (
+                json!({"name": "search", "title": "Search", "description": "Search things\n",
                    "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]},
                    "outputSchema": {"type": "object"},
                    "annotations": {"title": "S", "readOnlyHint": true, "openWorldHint": false, "other": 1},
                    "_meta": {"x": 1}, "icons": []}),
-            json!({"name": "t", "title": null, "inputSchema": {}, "annotations": {}, "outputSchema": null}),
-            json!({"name": "é\"", "description": "\u{1b}[31m", "inputSchema": {"b": [1.5, {"z": null, "a": true}], "a": "x"}}),
+                "sha256:43db550950de5164067106acad60975c41ec0eeb5d9aa4fb70183946ce4faa44",
+            ),
+            (
+                json!({"name": "t", "title": null, "inputSchema": {}, "annotations": {}, "outputSchema": null}),
+                "sha256:b36389c54a2da9b725519903a70ca5ef405b96bb0cf7b418b9b92acfa9711d0c",
+            ),
+            (
+                json!({"name": "é\"", "description": "\u{1b}[31m", "inputSchema": {"b": [1.5, {"z": null, "a": true}], "a": "x"}}),
+                "sha256:4029c5bc8a92256930ca4d8aed1f2369753b0f005aa8397a87eed5916bdf3c69",
+            ),
         ] {
             let t = tool_of(&v).unwrap();
-            assert_eq!(t.contract_digest, old_digest(&v), "{v}");
+            assert_eq!(t.contract_digest, v1, "{v}");
+            let gateway = mcpgov_core::contract::tool_contract_digest(&v.to_string()).unwrap();
+            assert_eq!(t.contract_digest, gateway, "{v}");
         }
-        // Known value, fixed: the digest of a minimal tool.
         assert_eq!(
             tool_of(&json!({"name": "t", "inputSchema": {"type": "object"}}))
                 .unwrap()
                 .contract_digest,
             digest_of(&json!({"name": "t", "inputSchema": {"type": "object"}}))
         );
+    }
+
+    /// What changes under RFC 8785: a number written `1.0` is the number `1`.
+    #[test]
+    fn a_number_written_two_ways_is_one_contract() {
+        let a =
+            tool_of(&serde_json::from_str(r#"{"name":"t","inputSchema":{"minimum":1}}"#).unwrap());
+        let b = tool_of(
+            &serde_json::from_str(r#"{"name":"t","inputSchema":{"minimum":1.0}}"#).unwrap(),
+        );
+        assert_eq!(a.unwrap().contract_digest, b.unwrap().contract_digest);
     }
 
     #[test]

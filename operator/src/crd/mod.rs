@@ -83,6 +83,24 @@ impl MCPServer {
         });
         engine::Server {
             key: key_of(self, default_ns),
+            endpoint: engine::Endpoint {
+                url: self.spec.endpoint.url.clone(),
+                transport: match self.spec.endpoint.transport {
+                    server::Transport::StreamableHTTP => engine::Transport::StreamableHTTP,
+                    server::Transport::SSE => engine::Transport::SSE,
+                },
+                headers: self
+                    .spec
+                    .endpoint
+                    .headers
+                    .iter()
+                    .map(|h| engine::HeaderRef {
+                        name: h.name.clone(),
+                        secret_name: h.value_from.secret_key_ref.name.clone(),
+                        secret_key: h.value_from.secret_key_ref.key.clone(),
+                    })
+                    .collect(),
+            },
             data_access: self
                 .spec
                 .data_access
@@ -178,5 +196,56 @@ impl Grant {
                 .collect(),
             provenance: (&self.spec.provenance).into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The endpoint reaches the engine (and so the bundle's `servers`) from the CRD, the
+    /// conversion both the CLI and the controller use: Secret names, never values.
+    #[test]
+    fn a_servers_endpoint_reaches_the_engine() {
+        let s: MCPServer = serde_json::from_value(serde_json::json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "MCPServer",
+            "metadata": {"name": "gh", "namespace": "team-a"},
+            "spec": {"endpoint": {
+                "url": "https://gh.example:8443/mcp", "transport": "SSE",
+                "headers": [
+                    {"name": "Authorization", "valueFrom": {"secretKeyRef": {"name": "gh-token", "key": "token"}}},
+                    {"name": "X-Org", "valueFrom": {"secretKeyRef": {"name": "gh-org", "key": "id"}}}
+                ]}}
+        }))
+        .unwrap();
+        let e = s.to_engine("default").endpoint;
+        assert_eq!(
+            e,
+            engine::Endpoint {
+                url: "https://gh.example:8443/mcp".into(),
+                transport: engine::Transport::SSE,
+                headers: vec![
+                    engine::HeaderRef {
+                        name: "Authorization".into(),
+                        secret_name: "gh-token".into(),
+                        secret_key: "token".into(),
+                    },
+                    engine::HeaderRef {
+                        name: "X-Org".into(),
+                        secret_name: "gh-org".into(),
+                        secret_key: "id".into(),
+                    },
+                ],
+            }
+        );
+        let plain: MCPServer = serde_json::from_value(serde_json::json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "MCPServer",
+            "metadata": {"name": "fs"},
+            "spec": {"endpoint": {"url": "http://fs:8080/mcp"}}
+        }))
+        .unwrap();
+        let e = plain.to_engine("default").endpoint;
+        assert_eq!(e.transport, engine::Transport::StreamableHTTP);
+        assert!(e.headers.is_empty());
     }
 }

@@ -25,6 +25,10 @@ pub struct ServerB(Server);
 pub fn server(ns: &str, name: &str) -> ServerB {
     ServerB(Server {
         key: ObjKey::new(ns, name),
+        endpoint: Endpoint {
+            url: format!("http://{name}.{ns}:8080/mcp"),
+            ..Default::default()
+        },
         data_access: vec![],
         sharing: Sharing::None,
         catalog: Some(Catalog::default()),
@@ -32,6 +36,19 @@ pub fn server(ns: &str, name: &str) -> ServerB {
 }
 
 impl ServerB {
+    /// A header whose value is the Secret `secret`'s `key`.
+    pub fn header(mut self, name: &str, secret: &str, key: &str) -> Self {
+        self.0.endpoint.headers.push(HeaderRef {
+            name: name.into(),
+            secret_name: secret.into(),
+            secret_key: key.into(),
+        });
+        self
+    }
+    pub fn sse(mut self) -> Self {
+        self.0.endpoint.transport = Transport::SSE;
+        self
+    }
     pub fn tools(mut self, names: &[&str]) -> Self {
         let c = self.0.catalog.get_or_insert_with(Catalog::default);
         for n in names {
