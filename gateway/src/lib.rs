@@ -1,0 +1,6 @@
+//! mcpgov-gateway: an MCP proxy that enforces one agent's policy bundle.
+
+pub mod bundle;
+pub mod contracts;
+pub mod decision;
+pub mod policy;
