@@ -4,3 +4,8 @@ pub mod bundle;
 pub mod contracts;
 pub mod decision;
 pub mod policy;
+pub mod sse;
+pub mod metrics;
+pub mod upstream;
+pub mod proxy;
+pub mod reload;

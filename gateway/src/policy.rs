@@ -34,6 +34,8 @@ pub enum Reason {
     TransportUnsupported,
     /// The request is not a well-formed `tools/call`.
     MalformedRequest,
+    /// A listed tool has no name or cannot be digested.
+    MalformedTool,
     /// The decision could not be recorded (and the gateway fails closed).
     AuditUnavailable,
 }
@@ -54,6 +56,7 @@ impl Reason {
             Reason::CredentialsMissing => "CredentialsMissing",
             Reason::TransportUnsupported => "TransportUnsupported",
             Reason::MalformedRequest => "MalformedRequest",
+            Reason::MalformedTool => "MalformedTool",
             Reason::AuditUnavailable => "AuditUnavailable",
         }
     }
