@@ -82,6 +82,7 @@ const FORWARD_RESPONSE: [&str; 3] = ["content-type", SESSION_HEADER, "cache-cont
 
 impl App {
     pub fn new(cfg: Config, store: BundleStore, contracts: Contracts, sink: Arc<dyn AuditSink>) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // A redirect could carry the upstream's credentials elsewhere.
