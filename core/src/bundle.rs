@@ -98,7 +98,10 @@ impl std::fmt::Display for BundleError {
             BundleError::Malformed(e) => write!(f, "bundle is not a valid document: {e}"),
             BundleError::WrongKind(k) => write!(f, "kind is {k:?}, not {BUNDLE_KIND:?}"),
             BundleError::UnsupportedVersion(v) => {
-                let (lo, hi) = (READABLE_SCHEMA_VERSIONS.start(), READABLE_SCHEMA_VERSIONS.end());
+                let (lo, hi) = (
+                    READABLE_SCHEMA_VERSIONS.start(),
+                    READABLE_SCHEMA_VERSIONS.end(),
+                );
                 write!(f, "schemaVersion {v} is not one of {lo}..={hi}")
             }
         }

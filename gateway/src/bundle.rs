@@ -20,11 +20,13 @@ pub const SHA_FILE: &str = "bundle.sha256";
 /// The kubelet's atomic writer points this link at the current timestamped directory.
 const DATA_LINK: &str = "..data";
 
+#[derive(Debug)]
 pub struct ToolPolicy {
     pub tool: BundleTool,
     pub eligible_until: Option<Timestamp>,
 }
 
+#[derive(Debug)]
 pub struct Loaded {
     pub doc: BundleDocument,
     /// `sha256:<hex>` of the bytes read.
@@ -64,7 +66,11 @@ impl Loaded {
         self.tools
             .iter()
             .flat_map(|(s, m)| m.values().map(move |p| (s, p)))
-            .filter_map(|(s, p)| p.eligible_until.filter(|u| *u > now).map(|u| (u, s.clone())))
+            .filter_map(|(s, p)| {
+                p.eligible_until
+                    .filter(|u| *u > now)
+                    .map(|u| (u, s.clone()))
+            })
             .min()
     }
 }
@@ -86,7 +92,11 @@ pub struct Expect {
 }
 
 /// Check and index a bundle's bytes.
-pub fn load_bytes(bytes: &[u8], sha_file: Option<&str>, expect: &Expect) -> Result<Loaded, Invalid> {
+pub fn load_bytes(
+    bytes: &[u8],
+    sha_file: Option<&str>,
+    expect: &Expect,
+) -> Result<Loaded, Invalid> {
     let sha = sha256_hex(bytes);
     if let Some(want) = sha_file {
         let want = want.trim();
@@ -118,9 +128,13 @@ pub fn load_bytes(bytes: &[u8], sha_file: Option<&str>, expect: &Expect) -> Resu
         }
         for h in &s.endpoint.headers {
             let ok_name = reqwest::header::HeaderName::from_bytes(h.name.as_bytes()).is_ok();
-            let ok_ref = safe_segment(&h.secret_key_ref.name) && safe_segment(&h.secret_key_ref.key);
+            let ok_ref =
+                safe_segment(&h.secret_key_ref.name) && safe_segment(&h.secret_key_ref.key);
             if !ok_name || !ok_ref {
-                return Err(Invalid(format!("server {}: header {:?} is not usable", s.key, h.name)));
+                return Err(Invalid(format!(
+                    "server {}: header {:?} is not usable",
+                    s.key, h.name
+                )));
             }
         }
         if servers.insert(s.key.clone(), s.clone()).is_some() {
@@ -130,10 +144,16 @@ pub fn load_bytes(bytes: &[u8], sha_file: Option<&str>, expect: &Expect) -> Resu
     let mut tools: HashMap<String, HashMap<String, ToolPolicy>> = HashMap::new();
     for t in &doc.tools {
         if t.key != format!("{}::{}", t.server, t.name) {
-            return Err(Invalid(format!("tool key {:?} does not match its server and name", t.key)));
+            return Err(Invalid(format!(
+                "tool key {:?} does not match its server and name",
+                t.key
+            )));
         }
         if !matches!(t.decision.as_str(), "eligible" | "rejected") {
-            return Err(Invalid(format!("tool {}: decision {:?} unknown", t.key, t.decision)));
+            return Err(Invalid(format!(
+                "tool {}: decision {:?} unknown",
+                t.key, t.decision
+            )));
         }
         let eligible_until = t
             .eligible_until
@@ -168,7 +188,8 @@ pub fn safe_segment(s: &str) -> bool {
         && s.len() <= 253
         && s != "."
         && s != ".."
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b))
 }
 
 /// What identifies the volume's current content without reading it: the `..data` link
@@ -179,7 +200,13 @@ pub fn fingerprint(dir: &Path) -> Option<String> {
     }
     let m = std::fs::metadata(dir.join(BUNDLE_FILE)).ok()?;
     use std::os::unix::fs::MetadataExt;
-    Some(format!("file:{}:{}:{}:{}", m.len(), m.mtime(), m.mtime_nsec(), m.ino()))
+    Some(format!(
+        "file:{}:{}:{}:{}",
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ino()
+    ))
 }
 
 /// Read a file of at most `max` bytes (a regular file only: a FIFO must not hang us).
@@ -213,8 +240,8 @@ pub fn read_dir(dir: &Path, expect: &Expect) -> Result<Loaded, Invalid> {
     };
     let bytes = read_bounded(&base.join(BUNDLE_FILE), MAX_BUNDLE_BYTES)?
         .ok_or_else(|| Invalid(format!("no {BUNDLE_FILE} in {}", dir.display())))?;
-    let sha = read_bounded(&base.join(SHA_FILE), 128)?
-        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    let sha =
+        read_bounded(&base.join(SHA_FILE), 128)?.map(|b| String::from_utf8_lossy(&b).into_owned());
     load_bytes(&bytes, sha.as_deref(), expect)
 }
 
@@ -290,5 +317,151 @@ impl BundleStore {
                 Reload::Kept(e)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::os::unix::fs::symlink;
+
+    fn expect() -> Expect {
+        Expect {
+            agent_name: "bot".into(),
+            agent_namespace: "team".into(),
+        }
+    }
+
+    fn doc(profile: &str) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "agent": {"name": "bot", "namespace": "team"},
+            "catalogDigest": "sha256:00", "defaultDecision": "deny", "governanceDigest": "sha256:00",
+            "kind": "mcpgov.io/policy-bundle", "profile": profile, "schemaVersion": 2,
+            "servers": [], "tools": [],
+        }))
+        .unwrap()
+    }
+
+    /// The kubelet's atomic writer: new timestamped dir, `..data_tmp` link, rename.
+    fn swap(dir: &Path, generation: u32, files: &[(&str, &[u8])]) {
+        let old = std::fs::read_link(dir.join(DATA_LINK)).ok();
+        let g = format!("..gen{generation}");
+        std::fs::create_dir(dir.join(&g)).unwrap();
+        for (n, b) in files {
+            std::fs::write(dir.join(&g).join(n), b).unwrap();
+            if std::fs::symlink_metadata(dir.join(n)).is_err() {
+                symlink(format!("{DATA_LINK}/{n}"), dir.join(n)).unwrap();
+            }
+        }
+        symlink(&g, dir.join("..data_tmp")).unwrap();
+        std::fs::rename(dir.join("..data_tmp"), dir.join(DATA_LINK)).unwrap();
+        if let Some(o) = old {
+            std::fs::remove_dir_all(dir.join(o)).unwrap();
+        }
+    }
+
+    #[test]
+    fn reload_follows_the_data_swap_and_keeps_the_last_good() {
+        let d = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(d.path().to_path_buf(), expect());
+        assert!(
+            matches!(store.reload(true), Reload::Kept(_)),
+            "nothing there yet"
+        );
+        assert!(store.current().is_none());
+
+        swap(d.path(), 1, &[(BUNDLE_FILE, &doc("Strict"))]);
+        let Reload::Swapped { old: None, new } = store.reload(false) else {
+            panic!("first load")
+        };
+        assert_eq!(new.sha, sha256_hex(&doc("Strict")));
+        assert!(matches!(store.reload(false), Reload::Unchanged));
+
+        // Same bytes in a new generation: nothing to swap.
+        swap(d.path(), 2, &[(BUNDLE_FILE, &doc("Strict"))]);
+        assert!(matches!(store.reload(false), Reload::Unchanged));
+
+        swap(d.path(), 3, &[(BUNDLE_FILE, b"{not json")]);
+        assert!(matches!(store.reload(false), Reload::Kept(_)));
+        assert_eq!(
+            store.current().unwrap().doc.profile,
+            "Strict",
+            "last good kept"
+        );
+        assert!(store.last_error().is_some());
+
+        swap(d.path(), 4, &[(BUNDLE_FILE, &doc("Review"))]);
+        let Reload::Swapped { old: Some(o), new } = store.reload(false) else {
+            panic!("swap")
+        };
+        assert_eq!(
+            (o.doc.profile.as_str(), new.doc.profile.as_str()),
+            ("Strict", "Review")
+        );
+        assert!(store.last_error().is_none());
+    }
+
+    #[test]
+    fn sha_key_checked_against_the_same_generation() {
+        let d = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(d.path().to_path_buf(), expect());
+        let b = doc("Strict");
+        let good = sha256_hex(&b);
+        swap(
+            d.path(),
+            1,
+            &[(BUNDLE_FILE, &b), (SHA_FILE, good.as_bytes())],
+        );
+        assert!(matches!(store.reload(false), Reload::Swapped { .. }));
+        swap(
+            d.path(),
+            2,
+            &[(BUNDLE_FILE, &doc("Review")), (SHA_FILE, good.as_bytes())],
+        );
+        let Reload::Kept(e) = store.reload(false) else {
+            panic!("a sha that does not match")
+        };
+        assert!(e.0.contains(SHA_FILE), "{e}");
+    }
+
+    #[test]
+    fn hostile_volumes_refused() {
+        let d = tempfile::tempdir().unwrap();
+        // Over the ConfigMap limit.
+        let mut big = doc("Strict");
+        big.resize(MAX_BUNDLE_BYTES + 10, b' ');
+        swap(d.path(), 1, &[(BUNDLE_FILE, &big)]);
+        assert!(
+            read_dir(d.path(), &expect())
+                .unwrap_err()
+                .0
+                .contains("over")
+        );
+
+        // `..data` pointing out of the volume.
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join(BUNDLE_FILE), doc("Strict")).unwrap();
+        symlink(outside.path(), d.path().join(DATA_LINK)).unwrap();
+        assert!(read_dir(d.path(), &expect()).is_err());
+
+        // A FIFO must not hang the reader.
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join(BUNDLE_FILE);
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path we own in a fresh temp dir.
+        assert_eq!(unsafe { libc_mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(
+            read_dir(d.path(), &expect())
+                .unwrap_err()
+                .0
+                .contains("not a regular file")
+        );
+    }
+
+    unsafe extern "C" {
+        #[link_name = "mkfifo"]
+        fn libc_mkfifo(path: *const std::ffi::c_char, mode: u32) -> i32;
     }
 }

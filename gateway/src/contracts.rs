@@ -39,7 +39,13 @@ pub fn live_tool(raw: &Value) -> Option<(String, LiveTool)> {
     let name = raw.get("name")?.as_str()?.to_string();
     let digest = tool_contract_digest(&serde_json::to_string(raw).ok()?).ok()?;
     let input_schema = raw.get("inputSchema").cloned().unwrap_or(Value::Null);
-    Some((name, LiveTool { digest, input_schema }))
+    Some((
+        name,
+        LiveTool {
+            digest,
+            input_schema,
+        },
+    ))
 }
 
 impl Contracts {
@@ -52,20 +58,23 @@ impl Contracts {
         }
     }
 
-    /// The live tool, if this server's view is fresh and lists it. `Err(())`: no fresh
-    /// view (the caller fetches one).
-    pub fn get(&self, server: &str, tool: &str) -> Result<Option<LiveTool>, ()> {
+    /// The live tool, if this server's view is fresh and lists it. `None`: no fresh view
+    /// (the caller fetches one).
+    pub fn get(&self, server: &str, tool: &str) -> Option<Option<LiveTool>> {
         let servers = self.servers.lock().expect("not poisoned");
         match servers.get(server) {
-            Some(v) if v.at.elapsed() < self.ttl => Ok(v.tools.get(tool).cloned()),
-            _ => Err(()),
+            Some(v) if v.at.elapsed() < self.ttl => Some(v.tools.get(tool).cloned()),
+            _ => None,
         }
     }
 
     /// A page a client fetched: its tools update the view (a fresh view stays fresh).
     pub fn observe(&self, server: &str, tools: &[(String, LiveTool)]) {
         let mut servers = self.servers.lock().expect("not poisoned");
-        if let Some(v) = servers.get_mut(server).filter(|v| v.at.elapsed() < self.ttl) {
+        if let Some(v) = servers
+            .get_mut(server)
+            .filter(|v| v.at.elapsed() < self.ttl)
+        {
             for (n, t) in tools {
                 if v.tools.len() < MAX_TOOLS_PER_SERVER || v.tools.contains_key(n) {
                     v.tools.insert(n.clone(), t.clone());
@@ -132,17 +141,28 @@ pub fn compile(schema: &Value) -> Result<jsonschema::Validator, String> {
 
 /// The first few violations of `args` against a checker, as one line.
 pub fn check_arguments(checker: &Checker, args: &Value) -> Result<(), String> {
-    let v = checker.as_ref().as_ref().map_err(|e| format!("schema unusable: {e}"))?;
+    let v = checker
+        .as_ref()
+        .as_ref()
+        .map_err(|e| format!("schema unusable: {e}"))?;
     let errs: Vec<String> = v
         .iter_errors(args)
         .take(3)
         .map(|e| {
             let at = e.instance_path().to_string();
             let msg: String = e.to_string().chars().take(200).collect();
-            if at.is_empty() { msg } else { format!("{at}: {msg}") }
+            if at.is_empty() {
+                msg
+            } else {
+                format!("{at}: {msg}")
+            }
         })
         .collect();
-    if errs.is_empty() { Ok(()) } else { Err(errs.join("; ")) }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("; "))
+    }
 }
 
 #[cfg(test)]
@@ -152,10 +172,17 @@ mod tests {
 
     #[test]
     fn digest_is_the_crawlers() {
-        let raw = json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "extra": 1});
+        let raw =
+            json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}, "extra": 1});
         let (n, t) = live_tool(&raw).unwrap();
         assert_eq!(n, "t");
-        assert_eq!(t.digest, tool_contract_digest(r#"{"inputSchema":{"type":"object"},"description":"d","name":"t"}"#).unwrap());
+        assert_eq!(
+            t.digest,
+            tool_contract_digest(
+                r#"{"inputSchema":{"type":"object"},"description":"d","name":"t"}"#
+            )
+            .unwrap()
+        );
         assert!(live_tool(&json!({"description": "no name"})).is_none());
     }
 
@@ -180,7 +207,9 @@ mod tests {
         assert!(compile(&json!({"$ref": "http://127.0.0.1:9/schema.json"})).is_err());
         assert!(compile(&json!(true)).is_err());
         // A backtracking pattern runs in linear time (or is refused), never hangs.
-        let c: Checker = Arc::new(compile(&json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}})));
+        let c: Checker = Arc::new(compile(
+            &json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}),
+        ));
         let start = Instant::now();
         let _ = check_arguments(&c, &json!({"s": format!("{}!", "a".repeat(50_000))}));
         assert!(start.elapsed() < Duration::from_secs(2));
@@ -189,14 +218,14 @@ mod tests {
     #[test]
     fn view_expires_and_invalidates() {
         let c = Contracts::new(Duration::from_secs(60));
-        assert!(c.get("s", "t").is_err());
+        assert!(c.get("s", "t").is_none());
         let (n, t) = live_tool(&json!({"name": "t"})).unwrap();
         c.observe("s", &[(n.clone(), t.clone())]);
-        assert!(c.get("s", "t").is_err(), "a page alone is not a whole view");
+        assert!(c.get("s", "t").is_none(), "a page alone is not a whole view");
         c.replace("s", HashMap::from([(n, t)]));
         assert!(c.get("s", "t").unwrap().is_some());
         assert!(c.get("s", "u").unwrap().is_none());
         c.invalidate("s");
-        assert!(c.get("s", "t").is_err());
+        assert!(c.get("s", "t").is_none());
     }
 }

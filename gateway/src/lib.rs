@@ -3,9 +3,9 @@
 pub mod bundle;
 pub mod contracts;
 pub mod decision;
-pub mod policy;
-pub mod sse;
 pub mod metrics;
-pub mod upstream;
+pub mod policy;
 pub mod proxy;
 pub mod reload;
+pub mod sse;
+pub mod upstream;

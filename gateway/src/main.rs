@@ -13,7 +13,11 @@ use std::time::Duration;
 use tracing::info;
 
 #[derive(Parser, Debug)]
-#[command(name = "mcpgov-gateway", version, about = "Enforces an agent's mcpgov bundle on its MCP requests")]
+#[command(
+    name = "mcpgov-gateway",
+    version,
+    about = "Enforces an agent's mcpgov bundle on its MCP requests"
+)]
 struct Cli {
     /// Directory of the bundle ConfigMap volume (key `bundle.json`; never a subPath mount).
     #[arg(long, env = "MCPGOV_BUNDLE_DIR")]
@@ -33,7 +37,11 @@ struct Cli {
     #[arg(long, env = "MCPGOV_MODE", value_enum, default_value = "enforce")]
     mode: Mode,
     /// Upstream header values: `<dir>/<secret name>/<key>` (Secret volumes, gateway only).
-    #[arg(long, env = "MCPGOV_CREDENTIALS_DIR", default_value = "/var/run/mcpgov/credentials")]
+    #[arg(
+        long,
+        env = "MCPGOV_CREDENTIALS_DIR",
+        default_value = "/var/run/mcpgov/credentials"
+    )]
     credentials_dir: PathBuf,
     /// Forward and answer even when a decision cannot be recorded (default: deny).
     #[arg(long, env = "MCPGOV_AUDIT_FAIL_OPEN")]
@@ -84,7 +92,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Contracts::new(Duration::from_secs(cli.contract_ttl_secs)),
         Arc::new(StdoutSink::new()),
     ));
-    tokio::spawn(mcpgov_gateway::reload::run(app.clone(), Duration::from_millis(cli.poll_ms)));
+    tokio::spawn(mcpgov_gateway::reload::run(
+        app.clone(),
+        Duration::from_millis(cli.poll_ms),
+    ));
     let mcp = tokio::net::TcpListener::bind(cli.listen).await?;
     let ops = tokio::net::TcpListener::bind(cli.ops_listen).await?;
     info!(mcp = %mcp.local_addr()?, ops = %ops.local_addr()?, mode = ?cli.mode, "listening");
@@ -103,7 +114,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 async fn shutdown() {
     let term = async {
         #[cfg(unix)]
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
             return;
         }

@@ -23,7 +23,10 @@ impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let decisions = IntCounterVec::new(
-            Opts::new("mcpgov_gateway_decisions_total", "Decisions by method, result (allow/deny), reason and whether enforced."),
+            Opts::new(
+                "mcpgov_gateway_decisions_total",
+                "Decisions by method, result (allow/deny), reason and whether enforced.",
+            ),
             &["method", "result", "reason", "enforced"],
         )
         .unwrap();
@@ -38,26 +41,51 @@ impl Metrics {
             ]),
         )
         .unwrap();
-        let bundle_loaded = IntGauge::new("mcpgov_gateway_bundle_loaded", "1 once a valid bundle is in force.").unwrap();
+        let bundle_loaded = IntGauge::new(
+            "mcpgov_gateway_bundle_loaded",
+            "1 once a valid bundle is in force.",
+        )
+        .unwrap();
         let bundle_valid = IntGauge::new("mcpgov_gateway_bundle_valid", "1 when the bundle on disk is the valid one in force; 0 when the last read was invalid.").unwrap();
         let bundle_reloads = IntCounterVec::new(
-            Opts::new("mcpgov_gateway_bundle_reloads_total", "Bundle reads that changed something, by result (swapped, invalid)."),
+            Opts::new(
+                "mcpgov_gateway_bundle_reloads_total",
+                "Bundle reads that changed something, by result (swapped, invalid).",
+            ),
             &["result"],
         )
         .unwrap();
         let bundle_info = IntGaugeVec::new(
-            Opts::new("mcpgov_gateway_bundle_info", "The bundle in force (value 1)."),
+            Opts::new(
+                "mcpgov_gateway_bundle_info",
+                "The bundle in force (value 1).",
+            ),
             &["sha256", "agent"],
         )
         .unwrap();
         let contract_mismatches = IntCounterVec::new(
-            Opts::new("mcpgov_gateway_contract_mismatches_total", "Tools hidden or calls denied because the live contract differs from the bundle's."),
+            Opts::new(
+                "mcpgov_gateway_contract_mismatches_total",
+                "Tools hidden or calls denied because the live contract differs from the bundle's.",
+            ),
             &["server"],
         )
         .unwrap();
-        let audit_records = IntCounter::new("mcpgov_gateway_audit_records_total", "Decision records written (the audit sequence).").unwrap();
-        let audit_write_errors = IntCounter::new("mcpgov_gateway_audit_write_errors_total", "Decision records that could not be written.").unwrap();
-        let open_streams = IntGauge::new("mcpgov_gateway_open_streams", "Standalone GET streams open through the gateway.").unwrap();
+        let audit_records = IntCounter::new(
+            "mcpgov_gateway_audit_records_total",
+            "Decision records written (the audit sequence).",
+        )
+        .unwrap();
+        let audit_write_errors = IntCounter::new(
+            "mcpgov_gateway_audit_write_errors_total",
+            "Decision records that could not be written.",
+        )
+        .unwrap();
+        let open_streams = IntGauge::new(
+            "mcpgov_gateway_open_streams",
+            "Standalone GET streams open through the gateway.",
+        )
+        .unwrap();
         for c in [
             Box::new(decisions.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(added_latency.clone()),

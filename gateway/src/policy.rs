@@ -85,7 +85,12 @@ impl Denial {
 
     pub fn reasons(&self) -> Vec<String> {
         let mut r = vec![self.reason.as_str().to_string()];
-        r.extend(self.bundle_reasons.iter().filter(|x| *x != self.reason.as_str()).cloned());
+        r.extend(
+            self.bundle_reasons
+                .iter()
+                .filter(|x| *x != self.reason.as_str())
+                .cloned(),
+        );
         r
     }
 
@@ -133,7 +138,10 @@ pub fn bundle_allows<'a>(
     now: Timestamp,
 ) -> Result<&'a ToolPolicy, Denial> {
     let Some(b) = bundle else {
-        return Err(Denial::new(Reason::NoBundle, "no valid policy bundle has been loaded"));
+        return Err(Denial::new(
+            Reason::NoBundle,
+            "no valid policy bundle has been loaded",
+        ));
     };
     let Some(p) = b.tool(server, tool) else {
         return Err(Denial::new(
@@ -155,7 +163,10 @@ pub fn bundle_allows<'a>(
     if let Some(until) = p.eligible_until.filter(|u| now >= *u) {
         return Err(with_bundle(Denial::new(
             Reason::DenyViolation,
-            format!("the exception that made {} eligible expired at {until}", p.tool.key),
+            format!(
+                "the exception that made {} eligible expired at {until}",
+                p.tool.key
+            ),
         )));
     }
     if p.tool.contract_digest.is_none() {
@@ -177,7 +188,10 @@ pub fn contract_matches(p: &ToolPolicy, live: Option<&str>) -> Result<(), Denial
         )),
         Some(l) if l != want => Err(Denial {
             reason: Reason::ContractMismatch,
-            detail: format!("{} changed since it was approved: live {l}, approved {want}", p.tool.key),
+            detail: format!(
+                "{} changed since it was approved: live {l}, approved {want}",
+                p.tool.key
+            ),
             bundle_reasons: Vec::new(),
             policies: Vec::new(),
         }),
@@ -233,20 +247,30 @@ mod tests {
     fn unknown_tool_denied_eligible_allowed() {
         let b = bundle(json!([tool("a", "eligible", json!({}))]));
         assert!(bundle_allows(Some(&b), "team/srv", "a", now()).is_ok());
-        let e = bundle_allows(Some(&b), "team/srv", "b", now()).err().unwrap();
+        let e = bundle_allows(Some(&b), "team/srv", "b", now())
+            .err()
+            .unwrap();
         assert_eq!(e.reason, Reason::NotInBundle);
         // Same tool name on another server is another tool.
-        let e = bundle_allows(Some(&b), "team/other", "a", now()).err().unwrap();
+        let e = bundle_allows(Some(&b), "team/other", "a", now())
+            .err()
+            .unwrap();
         assert_eq!(e.reason, Reason::NotInBundle);
     }
 
     #[test]
     fn rejected_carries_bundle_reasons_and_policy() {
-        let b = bundle(json!([tool("w", "rejected", json!({
-            "reasons": ["DenyViolation"],
-            "denyPaths": [{"policy": "team/no-writes", "classification": "Violation"}]
-        }))]));
-        let e = bundle_allows(Some(&b), "team/srv", "w", now()).err().unwrap();
+        let b = bundle(json!([tool(
+            "w",
+            "rejected",
+            json!({
+                "reasons": ["DenyViolation"],
+                "denyPaths": [{"policy": "team/no-writes", "classification": "Violation"}]
+            })
+        )]));
+        let e = bundle_allows(Some(&b), "team/srv", "w", now())
+            .err()
+            .unwrap();
         assert_eq!(e.reason, Reason::Rejected);
         assert_eq!(e.reasons(), vec!["Rejected", "DenyViolation"]);
         let r = e.call_result("w", Some("sha256:x"));
@@ -258,7 +282,11 @@ mod tests {
 
     #[test]
     fn eligible_until_flips_at_the_instant() {
-        let b = bundle(json!([tool("x", "eligible", json!({"eligibleUntil": "2026-12-01T12:00:01Z"}))]));
+        let b = bundle(json!([tool(
+            "x",
+            "eligible",
+            json!({"eligibleUntil": "2026-12-01T12:00:01Z"})
+        )]));
         assert!(bundle_allows(Some(&b), "team/srv", "x", now()).is_ok());
         let at: Timestamp = "2026-12-01T12:00:01Z".parse().unwrap();
         let e = bundle_allows(Some(&b), "team/srv", "x", at).err().unwrap();
@@ -273,17 +301,29 @@ mod tests {
             tool("p", "eligible", json!({"contractDigest": null})),
             tool("q", "eligible", json!({}))
         ]));
-        let e = bundle_allows(Some(&b), "team/srv", "p", now()).err().unwrap();
+        let e = bundle_allows(Some(&b), "team/srv", "p", now())
+            .err()
+            .unwrap();
         assert_eq!(e.reason, Reason::ContractUnpinned);
         let q = bundle_allows(Some(&b), "team/srv", "q", now()).unwrap();
         assert!(contract_matches(q, Some("sha256:q")).is_ok());
-        assert_eq!(contract_matches(q, Some("sha256:other")).err().unwrap().reason, Reason::ContractMismatch);
-        assert_eq!(contract_matches(q, None).err().unwrap().reason, Reason::NotListed);
+        assert_eq!(
+            contract_matches(q, Some("sha256:other"))
+                .err()
+                .unwrap()
+                .reason,
+            Reason::ContractMismatch
+        );
+        assert_eq!(
+            contract_matches(q, None).err().unwrap().reason,
+            Reason::NotListed
+        );
     }
 
     #[test]
     fn invalid_bundles_refused() {
-        let bad = |doc: Value| load_bytes(&serde_json::to_vec(&doc).unwrap(), None, &expect()).err();
+        let bad =
+            |doc: Value| load_bytes(&serde_json::to_vec(&doc).unwrap(), None, &expect()).err();
         let mut base = json!({
             "agent": {"name": "bot", "namespace": "team"},
             "catalogDigest": "sha256:00", "defaultDecision": "deny", "governanceDigest": "sha256:00",
@@ -311,7 +351,10 @@ mod tests {
         assert!(bad(v).is_some());
         let mut v = base.clone();
         v["servers"] = json!([{"endpoint": {"headers": [{"name": "Authorization", "secretKeyRef": {"name": "../etc", "key": "x"}}], "transport": "StreamableHTTP", "url": "http://h/mcp"}, "key": "team/srv"}]);
-        assert!(bad(v).is_some(), "a Secret name that escapes the credentials dir");
+        assert!(
+            bad(v).is_some(),
+            "a Secret name that escapes the credentials dir"
+        );
         let mut v = base.clone();
         v["servers"] = json!([{"endpoint": {"headers": [], "transport": "StreamableHTTP", "url": "file:///etc/passwd"}, "key": "team/srv"}]);
         assert!(bad(v).is_some());

@@ -2,6 +2,7 @@
 //! `/mcp/<namespace>/<server>`, proxied to the endpoint the bundle publishes, with
 //! `tools/list` filtered and `tools/call` decided on the way.
 
+use crate::bundle::BundleStore;
 use crate::bundle::Loaded;
 use crate::contracts::{Contracts, LiveTool, check_arguments, live_tool};
 use crate::decision::{AuditSink, DecisionRecord, Verdict, argument_names};
@@ -9,7 +10,6 @@ use crate::metrics::Metrics;
 use crate::policy::{Denial, Reason, bundle_allows, contract_matches};
 use crate::sse;
 use crate::upstream::{self, PROTOCOL_HEADER, SESSION_HEADER};
-use crate::bundle::BundleStore;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -81,7 +81,12 @@ const FORWARD_REQUEST: [&str; 5] = [
 const FORWARD_RESPONSE: [&str; 3] = ["content-type", SESSION_HEADER, "cache-control"];
 
 impl App {
-    pub fn new(cfg: Config, store: BundleStore, contracts: Contracts, sink: Arc<dyn AuditSink>) -> Self {
+    pub fn new(
+        cfg: Config,
+        store: BundleStore,
+        contracts: Contracts,
+        sink: Arc<dyn AuditSink>,
+    ) -> Self {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
@@ -105,9 +110,18 @@ impl App {
         self.cfg.mode == Mode::Enforce
     }
 
-    fn base_record(&self, bundle: Option<&Loaded>, method: &str, server: &str, session: Option<&str>) -> DecisionRecord {
+    fn base_record(
+        &self,
+        bundle: Option<&Loaded>,
+        method: &str,
+        server: &str,
+        session: Option<&str>,
+    ) -> DecisionRecord {
         DecisionRecord {
-            time: Timestamp::now().round(jiff::Unit::Millisecond).unwrap_or(Timestamp::now()).to_string(),
+            time: Timestamp::now()
+                .round(jiff::Unit::Millisecond)
+                .unwrap_or(Timestamp::now())
+                .to_string(),
             agent: self.cfg.agent.clone(),
             bundle_sha: bundle.map(|b| b.sha.clone()),
             method: method.to_string(),
@@ -130,7 +144,12 @@ impl App {
         let reason = rec.reasons.first().map(String::as_str).unwrap_or("");
         self.metrics
             .decisions
-            .with_label_values(&[rec.method.as_str(), rec.decision.as_str(), reason, if rec.enforced { "true" } else { "false" }])
+            .with_label_values(&[
+                rec.method.as_str(),
+                rec.decision.as_str(),
+                reason,
+                if rec.enforced { "true" } else { "false" },
+            ])
             .inc();
         match self.sink.record(rec) {
             Ok(()) => {
@@ -177,16 +196,27 @@ impl App {
     }
 
     /// The upstream of a route and its credentials, or why there is none to talk to.
-    fn upstream(&self, bundle: Option<&Loaded>, server: &str) -> Result<(BundleServer, reqwest::header::HeaderMap), Denial> {
-        let b = bundle.ok_or_else(|| Denial::new(Reason::NoBundle, "no valid policy bundle has been loaded"))?;
-        let s = b
-            .servers
-            .get(server)
-            .ok_or_else(|| Denial::new(Reason::UnknownServer, format!("the bundle publishes no server {server}")))?;
+    fn upstream(
+        &self,
+        bundle: Option<&Loaded>,
+        server: &str,
+    ) -> Result<(BundleServer, reqwest::header::HeaderMap), Denial> {
+        let b = bundle.ok_or_else(|| {
+            Denial::new(Reason::NoBundle, "no valid policy bundle has been loaded")
+        })?;
+        let s = b.servers.get(server).ok_or_else(|| {
+            Denial::new(
+                Reason::UnknownServer,
+                format!("the bundle publishes no server {server}"),
+            )
+        })?;
         if s.endpoint.transport != "StreamableHTTP" {
             return Err(Denial::new(
                 Reason::TransportUnsupported,
-                format!("{server} speaks {}; this gateway proxies StreamableHTTP upstreams only", s.endpoint.transport),
+                format!(
+                    "{server} speaks {}; this gateway proxies StreamableHTTP upstreams only",
+                    s.endpoint.transport
+                ),
             ));
         }
         let creds = upstream::credentials(&self.cfg.credentials_dir, s)
@@ -196,16 +226,28 @@ impl App {
 
     /// The live contract of a tool: from what clients listed, else from the gateway's own
     /// listing of the server (one at a time per server).
-    async fn live(&self, server: &BundleServer, creds: &reqwest::header::HeaderMap, tool: &str) -> Result<Option<LiveTool>, String> {
-        if let Ok(t) = self.contracts.get(&server.key, tool) {
+    async fn live(
+        &self,
+        server: &BundleServer,
+        creds: &reqwest::header::HeaderMap,
+        tool: &str,
+    ) -> Result<Option<LiveTool>, String> {
+        if let Some(t) = self.contracts.get(&server.key, tool) {
             return Ok(t);
         }
         let lock = self.contracts.fetch_lock(&server.key);
         let _g = lock.lock().await;
-        if let Ok(t) = self.contracts.get(&server.key, tool) {
+        if let Some(t) = self.contracts.get(&server.key, tool) {
             return Ok(t);
         }
-        let tools = upstream::list_tools(&self.client, &server.endpoint.url, creds, self.cfg.max_message, self.cfg.list_timeout).await?;
+        let tools = upstream::list_tools(
+            &self.client,
+            &server.endpoint.url,
+            creds,
+            self.cfg.max_message,
+            self.cfg.list_timeout,
+        )
+        .await?;
         debug!(server = %server.key, tools = tools.len(), "listed upstream tools");
         let t = tools.get(tool).cloned();
         self.contracts.replace(&server.key, tools);
@@ -215,7 +257,10 @@ impl App {
 
 pub fn mcp_router(app: Arc<App>) -> Router {
     Router::new()
-        .route("/mcp/{namespace}/{server}", get(handle_get).post(handle_post).delete(handle_delete))
+        .route(
+            "/mcp/{namespace}/{server}",
+            get(handle_get).post(handle_post).delete(handle_delete),
+        )
         .with_state(app)
 }
 
@@ -229,7 +274,12 @@ pub fn ops_router(app: Arc<App>) -> Router {
                     Some(b) => (StatusCode::OK, format!("bundle {}\n", b.sha)),
                     None => (
                         StatusCode::SERVICE_UNAVAILABLE,
-                        format!("no valid bundle loaded: {}\n", app.store.last_error().unwrap_or_else(|| "none read yet".into())),
+                        format!(
+                            "no valid bundle loaded: {}\n",
+                            app.store
+                                .last_error()
+                                .unwrap_or_else(|| "none read yet".into())
+                        ),
                     ),
                 }
             }),
@@ -237,14 +287,22 @@ pub fn ops_router(app: Arc<App>) -> Router {
         .route(
             "/metrics",
             get(|State(app): State<Arc<App>>| async move {
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], app.metrics.render())
+                (
+                    [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+                    app.metrics.render(),
+                )
             }),
         )
         .with_state(app)
 }
 
 fn json_response(status: StatusCode, v: &Value) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], v.to_string()).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        v.to_string(),
+    )
+        .into_response()
 }
 
 fn rpc_error(status: StatusCode, id: Option<&Value>, code: i64, message: &str) -> Response {
@@ -255,15 +313,30 @@ fn rpc_error(status: StatusCode, id: Option<&Value>, code: i64, message: &str) -
 }
 
 fn session_of(headers: &HeaderMap) -> Option<String> {
-    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(|s| s.chars().take(256).collect())
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.chars().take(256).collect())
 }
 
-async fn handle_post(State(app): State<Arc<App>>, Path((ns, name)): Path<(String, String)>, headers: HeaderMap, body: Body) -> Response {
+async fn handle_post(
+    State(app): State<Arc<App>>,
+    Path((ns, name)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let start = Instant::now();
     let server = format!("{ns}/{name}");
     let bytes = match axum::body::to_bytes(body, app.cfg.max_body).await {
         Ok(b) => b,
-        Err(_) => return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, None, -32600, "request body too large"),
+        Err(_) => {
+            return rpc_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                None,
+                -32600,
+                "request body too large",
+            );
+        }
     };
     let msg: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
@@ -272,7 +345,12 @@ async fn handle_post(State(app): State<Arc<App>>, Path((ns, name)): Path<(String
     if msg.is_array() {
         // Each message of a batch would need its own decision; the 2025-06-18 revision
         // dropped batches, so the gateway refuses them rather than half-check one.
-        return rpc_error(StatusCode::BAD_REQUEST, None, -32600, "JSON-RPC batches are not accepted by the mcpgov gateway");
+        return rpc_error(
+            StatusCode::BAD_REQUEST,
+            None,
+            -32600,
+            "JSON-RPC batches are not accepted by the mcpgov gateway",
+        );
     }
     let bundle = app.store.current();
     let session = session_of(&headers);
@@ -294,12 +372,19 @@ async fn handle_post(State(app): State<Arc<App>>, Path((ns, name)): Path<(String
                     }
                 }
                 if !app.record(&rec) {
-                    return rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, -32603, "mcpgov gateway: the audit log cannot be written");
+                    return rpc_error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        id,
+                        -32603,
+                        "mcpgov gateway: the audit log cannot be written",
+                    );
                 }
             }
             match up {
                 Ok((s, creds)) => {
-                    app.metrics.added_latency.observe(start.elapsed().as_secs_f64());
+                    app.metrics
+                        .added_latency
+                        .observe(start.elapsed().as_secs_f64());
                     forward(app, s, creds, Method::POST, &headers, Some(bytes), None).await
                 }
                 Err(d) => {
@@ -307,7 +392,12 @@ async fn handle_post(State(app): State<Arc<App>>, Path((ns, name)): Path<(String
                         Reason::UnknownServer => StatusCode::NOT_FOUND,
                         _ => StatusCode::SERVICE_UNAVAILABLE,
                     };
-                    rpc_error(status, id, -32603, &format!("mcpgov gateway: {} ({})", d.reason.as_str(), d.detail))
+                    rpc_error(
+                        status,
+                        id,
+                        -32603,
+                        &format!("mcpgov gateway: {} ({})", d.reason.as_str(), d.detail),
+                    )
                 }
             }
         }
@@ -326,7 +416,10 @@ async fn call(
     start: Instant,
 ) -> Response {
     let id = msg.get("id").cloned();
-    let tool = msg.pointer("/params/name").and_then(Value::as_str).map(str::to_string);
+    let tool = msg
+        .pointer("/params/name")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let args = msg.pointer("/params/arguments").cloned();
     let mut rec = app.base_record(bundle.as_deref(), "tools/call", &server, session.as_deref());
     rec.tool = tool.clone();
@@ -338,7 +431,10 @@ async fn call(
     let mut forwardable = up.is_ok();
     let denial: Option<Denial> = match (&up, &tool) {
         (Err(d), _) => Some(d.clone()),
-        (Ok(_), None) => Some(Denial::new(Reason::MalformedRequest, "tools/call without a tool name")),
+        (Ok(_), None) => Some(Denial::new(
+            Reason::MalformedRequest,
+            "tools/call without a tool name",
+        )),
         (Ok((s, creds)), Some(name)) => {
             match bundle_allows(bundle.as_deref(), &server, name, Timestamp::now()) {
                 Err(d) => {
@@ -350,13 +446,19 @@ async fn call(
                 Ok(p) => {
                     rec.bundle_contract_digest = p.tool.contract_digest.clone();
                     match app.live(s, creds, name).await {
-                        Err(e) => Some(Denial::new(Reason::NotListed, format!("cannot read {server}'s tools: {e}"))),
+                        Err(e) => Some(Denial::new(
+                            Reason::NotListed,
+                            format!("cannot read {server}'s tools: {e}"),
+                        )),
                         Ok(live) => {
                             rec.live_contract_digest = live.as_ref().map(|l| l.digest.clone());
                             match contract_matches(p, live.as_ref().map(|l| l.digest.as_str())) {
                                 Err(d) => {
                                     if d.reason == Reason::ContractMismatch {
-                                        app.metrics.contract_mismatches.with_label_values(&[&server]).inc();
+                                        app.metrics
+                                            .contract_mismatches
+                                            .with_label_values(&[&server])
+                                            .inc();
                                     }
                                     Some(d)
                                 }
@@ -366,7 +468,9 @@ async fn call(
                                     let args = args.clone().unwrap_or_else(|| json!({}));
                                     match check_arguments(&checker, &args) {
                                         Ok(()) => None,
-                                        Err(e) if checker.is_err() => Some(Denial::new(Reason::SchemaUnusable, e)),
+                                        Err(e) if checker.is_err() => {
+                                            Some(Denial::new(Reason::SchemaUnusable, e))
+                                        }
                                         Err(e) => Some(Denial::new(Reason::InvalidArguments, e)),
                                     }
                                 }
@@ -377,7 +481,10 @@ async fn call(
             }
         }
     };
-    if denial.as_ref().is_some_and(|d| d.reason == Reason::MalformedRequest) {
+    if denial
+        .as_ref()
+        .is_some_and(|d| d.reason == Reason::MalformedRequest)
+    {
         forwardable = forwardable && !app.enforcing();
     }
     let name = tool.unwrap_or_default();
@@ -385,7 +492,10 @@ async fn call(
     let deny_now = |d: &Denial| {
         let result = d.call_result(&name, sha.as_deref());
         match &id {
-            Some(id) => json_response(StatusCode::OK, &json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Some(id) => json_response(
+                StatusCode::OK,
+                &json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            ),
             None => StatusCode::ACCEPTED.into_response(),
         }
     };
@@ -398,10 +508,15 @@ async fn call(
         None => rec.reasons = vec!["Eligible".into()],
     }
     if !app.record(&rec) {
-        let d = Denial::new(Reason::AuditUnavailable, "the decision could not be recorded");
+        let d = Denial::new(
+            Reason::AuditUnavailable,
+            "the decision could not be recorded",
+        );
         return deny_now(&d);
     }
-    app.metrics.added_latency.observe(start.elapsed().as_secs_f64());
+    app.metrics
+        .added_latency
+        .observe(start.elapsed().as_secs_f64());
     match (denial, up) {
         (Some(d), _) if rec.enforced => {
             info!(server, tool = name, reason = d.reason.as_str(), detail = %d.detail, "tools/call denied");
@@ -409,7 +524,12 @@ async fn call(
         }
         (d, Ok((s, creds))) => {
             if let Some(d) = d {
-                info!(server, tool = name, reason = d.reason.as_str(), "tools/call would be denied (warn mode): forwarded");
+                info!(
+                    server,
+                    tool = name,
+                    reason = d.reason.as_str(),
+                    "tools/call would be denied (warn mode): forwarded"
+                );
             }
             forward(app, s, creds, Method::POST, &headers, Some(bytes), None).await
         }
@@ -455,11 +575,26 @@ impl ListFilter {
         for raw in tools.drain(..) {
             let live = live_tool(&raw);
             let verdict = match &live {
-                None => Err((Denial::new(Reason::MalformedTool, "a listed tool has no name or cannot be digested"), None)),
-                Some((name, lt)) => match bundle_allows(self.bundle.as_deref(), &self.server, name, now) {
-                    Err(d) => Err((d, self.bundle.as_deref().and_then(|b| b.tool(&self.server, name)).and_then(|p| p.tool.contract_digest.clone()))),
-                    Ok(p) => contract_matches(p, Some(&lt.digest)).map_err(|d| (d, p.tool.contract_digest.clone())),
-                },
+                None => Err((
+                    Denial::new(
+                        Reason::MalformedTool,
+                        "a listed tool has no name or cannot be digested",
+                    ),
+                    None,
+                )),
+                Some((name, lt)) => {
+                    match bundle_allows(self.bundle.as_deref(), &self.server, name, now) {
+                        Err(d) => Err((
+                            d,
+                            self.bundle
+                                .as_deref()
+                                .and_then(|b| b.tool(&self.server, name))
+                                .and_then(|p| p.tool.contract_digest.clone()),
+                        )),
+                        Ok(p) => contract_matches(p, Some(&lt.digest))
+                            .map_err(|d| (d, p.tool.contract_digest.clone())),
+                    }
+                }
             };
             if let Some(l) = &live {
                 seen.push(l.clone());
@@ -468,9 +603,17 @@ impl ListFilter {
                 Ok(()) => kept.push(raw),
                 Err((d, pinned)) => {
                     if d.reason == Reason::ContractMismatch {
-                        app.metrics.contract_mismatches.with_label_values(&[&self.server]).inc();
+                        app.metrics
+                            .contract_mismatches
+                            .with_label_values(&[&self.server])
+                            .inc();
                     }
-                    let mut rec = app.base_record(self.bundle.as_deref(), "tools/list", &self.server, self.session.as_deref());
+                    let mut rec = app.base_record(
+                        self.bundle.as_deref(),
+                        "tools/list",
+                        &self.server,
+                        self.session.as_deref(),
+                    );
                     rec.tool = live.as_ref().map(|(n, _)| n.clone());
                     rec.decision = Verdict::Deny;
                     rec.reasons = d.reasons();
@@ -490,7 +633,8 @@ impl ListFilter {
         }
         *tools = kept;
         if complete {
-            app.contracts.replace(&self.server, seen.into_iter().collect());
+            app.contracts
+                .replace(&self.server, seen.into_iter().collect());
         } else {
             app.contracts.observe(&self.server, &seen);
         }
@@ -519,7 +663,9 @@ async fn list(
         rec.reasons = vec!["Listed".into()];
     }
     let recorded = app.record(&rec);
-    app.metrics.added_latency.observe(start.elapsed().as_secs_f64());
+    app.metrics
+        .added_latency
+        .observe(start.elapsed().as_secs_f64());
     match up {
         Ok((s, creds)) if recorded => {
             let filter = ListFilter {
@@ -530,28 +676,58 @@ async fn list(
                 id,
                 session,
             };
-            forward(app, s, creds, Method::POST, &headers, Some(bytes), Some(filter)).await
+            forward(
+                app,
+                s,
+                creds,
+                Method::POST,
+                &headers,
+                Some(bytes),
+                Some(filter),
+            )
+            .await
         }
         // Nothing to forward to, or nothing recorded: an empty list (fail closed).
-        _ => json_response(StatusCode::OK, &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}})),
+        _ => json_response(
+            StatusCode::OK,
+            &json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}}),
+        ),
     }
 }
 
-async fn handle_get(State(app): State<Arc<App>>, Path((ns, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+async fn handle_get(
+    State(app): State<Arc<App>>,
+    Path((ns, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let server = format!("{ns}/{name}");
     let bundle = app.store.current();
     match app.upstream(bundle.as_deref(), &server) {
         Ok((s, creds)) => forward(app, s, creds, Method::GET, &headers, None, None).await,
-        Err(d) => rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, -32603, &format!("mcpgov gateway: {}", d.reason.as_str())),
+        Err(d) => rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            -32603,
+            &format!("mcpgov gateway: {}", d.reason.as_str()),
+        ),
     }
 }
 
-async fn handle_delete(State(app): State<Arc<App>>, Path((ns, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+async fn handle_delete(
+    State(app): State<Arc<App>>,
+    Path((ns, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let server = format!("{ns}/{name}");
     let bundle = app.store.current();
     match app.upstream(bundle.as_deref(), &server) {
         Ok((s, creds)) => forward(app, s, creds, Method::DELETE, &headers, None, None).await,
-        Err(d) => rpc_error(StatusCode::SERVICE_UNAVAILABLE, None, -32603, &format!("mcpgov gateway: {}", d.reason.as_str())),
+        Err(d) => rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            -32603,
+            &format!("mcpgov gateway: {}", d.reason.as_str()),
+        ),
     }
 }
 
@@ -563,7 +739,11 @@ struct StreamGuard {
 
 impl Drop for StreamGuard {
     fn drop(&mut self) {
-        self.app.streams.lock().expect("not poisoned").remove(&self.id);
+        self.app
+            .streams
+            .lock()
+            .expect("not poisoned")
+            .remove(&self.id);
         self.app.metrics.open_streams.dec();
     }
 }
@@ -594,14 +774,22 @@ async fn forward(
         Ok(r) => r,
         Err(e) => {
             warn!(server = %server.key, error = %e, "upstream unreachable");
-            return rpc_error(StatusCode::BAD_GATEWAY, None, -32603, &format!("mcpgov gateway: upstream {} unreachable", server.key));
+            return rpc_error(
+                StatusCode::BAD_GATEWAY,
+                None,
+                -32603,
+                &format!("mcpgov gateway: upstream {} unreachable", server.key),
+            );
         }
     };
     let status = resp.status();
     let mut out = Response::builder().status(status.as_u16());
     for h in FORWARD_RESPONSE {
         if let Some(v) = resp.headers().get(h) {
-            out = out.header(h, HeaderValue::from_bytes(v.as_bytes()).unwrap_or(HeaderValue::from_static("")));
+            out = out.header(
+                h,
+                HeaderValue::from_bytes(v.as_bytes()).unwrap_or(HeaderValue::from_static("")),
+            );
         }
     }
     let is_sse = resp
@@ -615,7 +803,9 @@ async fn forward(
         let watcher = app.clone();
         let f = move |data: &str| {
             if data.contains("notifications/tools/list_changed")
-                && serde_json::from_str::<Value>(data).ok().and_then(|v| v.get("method").cloned())
+                && serde_json::from_str::<Value>(data)
+                    .ok()
+                    .and_then(|v| v.get("method").cloned())
                     == Some(json!("notifications/tools/list_changed"))
             {
                 info!(server = %key, "upstream tools/list_changed: forgetting its live contracts");
@@ -627,17 +817,30 @@ async fn forward(
         if method == Method::GET && status.is_success() {
             let (tx, rx) = mpsc::channel::<Bytes>(16);
             let id = app.next_stream.fetch_add(1, Ordering::Relaxed);
-            app.streams.lock().expect("not poisoned").insert(id, OpenStream { server: server.key.clone(), tx });
+            app.streams.lock().expect("not poisoned").insert(
+                id,
+                OpenStream {
+                    server: server.key.clone(),
+                    tx,
+                },
+            );
             app.metrics.open_streams.inc();
-            let guard = StreamGuard { app: app.clone(), id };
+            let guard = StreamGuard {
+                app: app.clone(),
+                id,
+            };
             let injected = tokio_stream_from(rx).map(Ok::<_, sse::BoxError>);
             let merged = futures::stream::select(events, injected).map(move |x| {
                 let _ = &guard;
                 x
             });
-            return out.body(Body::from_stream(merged)).unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response());
+            return out
+                .body(Body::from_stream(merged))
+                .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response());
         }
-        return out.body(Body::from_stream(events)).unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response());
+        return out
+            .body(Body::from_stream(events))
+            .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response());
     }
     match filter {
         Some(f) if status.is_success() => {
@@ -646,18 +849,32 @@ async fn forward(
             let mut stream = resp.bytes_stream();
             while let Some(c) = stream.next().await {
                 let Ok(c) = c else {
-                    return rpc_error(StatusCode::BAD_GATEWAY, f.id.as_ref(), -32603, "mcpgov gateway: upstream answer broke off");
+                    return rpc_error(
+                        StatusCode::BAD_GATEWAY,
+                        f.id.as_ref(),
+                        -32603,
+                        "mcpgov gateway: upstream answer broke off",
+                    );
                 };
                 if buf.len() + c.len() > max {
-                    return rpc_error(StatusCode::BAD_GATEWAY, f.id.as_ref(), -32603, "mcpgov gateway: upstream tools/list answer too large");
+                    return rpc_error(
+                        StatusCode::BAD_GATEWAY,
+                        f.id.as_ref(),
+                        -32603,
+                        "mcpgov gateway: upstream tools/list answer too large",
+                    );
                 }
                 buf.extend_from_slice(&c);
             }
             let text = String::from_utf8_lossy(&buf);
             match f.apply(&text) {
-                Some(new) => out.body(Body::from(new)).unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response()),
+                Some(new) => out
+                    .body(Body::from(new))
+                    .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response()),
                 // Not the answer we asked for (an error, another id): passed as it came.
-                None => out.body(Body::from(buf)).unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response()),
+                None => out
+                    .body(Body::from(buf))
+                    .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response()),
             }
         }
         _ => out

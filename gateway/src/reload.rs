@@ -21,16 +21,23 @@ pub fn reload_now(app: &App, force: bool) {
             m.bundle_valid.set(1);
             m.bundle_reloads.with_label_values(&["swapped"]).inc();
             m.bundle_info.reset();
-            m.bundle_info.with_label_values(&[new.sha.as_str(), app.cfg.agent.as_str()]).set(1);
+            m.bundle_info
+                .with_label_values(&[new.sha.as_str(), app.cfg.agent.as_str()])
+                .set(1);
             let tools: usize = new.tools.values().map(|t| t.len()).sum();
             info!(sha = %new.sha, previous = ?old.as_ref().map(|o| o.sha.clone()), tools, servers = new.servers.len(), "bundle loaded");
             app.bundle_swapped(old.as_deref(), &new);
         }
         Reload::Kept(e) => {
             app.metrics.bundle_valid.set(0);
-            app.metrics.bundle_reloads.with_label_values(&["invalid"]).inc();
+            app.metrics
+                .bundle_reloads
+                .with_label_values(&["invalid"])
+                .inc();
             match app.store.current() {
-                Some(b) => warn!(error = %e, keeping = %b.sha, "new bundle is invalid; the last good one stays in force"),
+                Some(b) => {
+                    warn!(error = %e, keeping = %b.sha, "new bundle is invalid; the last good one stays in force")
+                }
                 None => warn!(error = %e, "no valid bundle: every tools/* request is denied"),
             }
         }
@@ -54,7 +61,9 @@ pub async fn run(app: Arc<App>, poll: Duration) {
         });
         match w {
             Ok(w) => *watcher = Some(w),
-            Err(e) => warn!(error = %e, dir = %app.store.dir().display(), "cannot watch the bundle directory; polling only"),
+            Err(e) => {
+                warn!(error = %e, dir = %app.store.dir().display(), "cannot watch the bundle directory; polling only")
+            }
         }
     };
     watch(&mut watcher);

@@ -134,14 +134,24 @@ pub fn rewrite(f: &Fields, data: &str) -> Bytes {
 
 /// A message event carrying `data`, to inject into a stream.
 pub fn message(data: &str) -> Bytes {
-    rewrite(&Fields { event: Some("message".into()), ..Default::default() }, data)
+    rewrite(
+        &Fields {
+            event: Some("message".into()),
+            ..Default::default()
+        },
+        data,
+    )
 }
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Pass `upstream` through event by event; `f` sees each event's data and may return a
 /// replacement. An event over `max` bytes ends the stream with an error.
-pub fn transform<S, E, F>(upstream: S, max: usize, f: F) -> impl Stream<Item = Result<Bytes, BoxError>> + Send
+pub fn transform<S, E, F>(
+    upstream: S,
+    max: usize,
+    f: F,
+) -> impl Stream<Item = Result<Bytes, BoxError>> + Send
 where
     S: Stream<Item = Result<Bytes, E>> + Send + Unpin + 'static,
     E: Into<BoxError>,
@@ -212,7 +222,13 @@ mod tests {
 
     #[test]
     fn cuts_on_every_line_ending_and_across_chunks() {
-        let out = split_all(&[b"event: message\ndata: {\"a\"", b":1}\n\nda", b"ta: x\r\n\r\ndata: y\r", b"\r", b"data: z\n\n"]);
+        let out = split_all(&[
+            b"event: message\ndata: {\"a\"",
+            b":1}\n\nda",
+            b"ta: x\r\n\r\ndata: y\r",
+            b"\r",
+            b"data: z\n\n",
+        ]);
         assert_eq!(out.len(), 4);
         assert_eq!(fields(&out[0]).data.as_deref(), Some("{\"a\":1}"));
         assert_eq!(fields(&out[0]).event.as_deref(), Some("message"));
@@ -229,7 +245,14 @@ mod tests {
         let f = fields(&out[1]);
         assert_eq!(f.data.as_deref(), Some("a\nb"));
         assert_eq!(f.id.as_deref(), Some("7"));
-        assert_eq!(fields(&rewrite(&f, "c")), Fields { event: None, id: Some("7".into()), data: Some("c".into()) });
+        assert_eq!(
+            fields(&rewrite(&f, "c")),
+            Fields {
+                event: None,
+                id: Some("7".into()),
+                data: Some("c".into())
+            }
+        );
     }
 
     #[test]
@@ -248,6 +271,9 @@ mod tests {
         let s = transform(up, 1024, |d| (d == "change").then(|| "changed".to_string()));
         let all: Vec<Bytes> = s.map(|r| r.unwrap()).collect().await;
         let joined: Vec<u8> = all.concat();
-        assert_eq!(String::from_utf8(joined).unwrap(), "data: keep\n\ndata: changed\n\ndata: tail");
+        assert_eq!(
+            String::from_utf8(joined).unwrap(),
+            "data: keep\n\ndata: changed\n\ndata: tail"
+        );
     }
 }

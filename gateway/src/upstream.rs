@@ -48,8 +48,12 @@ pub fn credentials(dir: &Path, server: &BundleServer) -> Result<HeaderMap, Strin
         }
         let name = HeaderName::from_bytes(hdr.name.as_bytes())
             .map_err(|_| format!("header name {:?} invalid", hdr.name))?;
-        let mut value = HeaderValue::from_bytes(&buf)
-            .map_err(|_| format!("header {}: Secret value is not a valid header value", hdr.name))?;
+        let mut value = HeaderValue::from_bytes(&buf).map_err(|_| {
+            format!(
+                "header {}: Secret value is not a valid header value",
+                hdr.name
+            )
+        })?;
         value.set_sensitive(true);
         h.insert(name, value);
     }
@@ -58,7 +62,11 @@ pub fn credentials(dir: &Path, server: &BundleServer) -> Result<HeaderMap, Strin
 
 /// Read the JSON-RPC response with `id` from a POST's answer: a JSON body, or an event
 /// stream carrying it (other events on it are ignored). Bounded by `max` bytes.
-pub async fn read_response(resp: reqwest::Response, id: &Value, max: usize) -> Result<Value, String> {
+pub async fn read_response(
+    resp: reqwest::Response,
+    id: &Value,
+    max: usize,
+) -> Result<Value, String> {
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("upstream answered HTTP {status}"));
@@ -78,16 +86,23 @@ pub async fn read_response(resp: reqwest::Response, id: &Value, max: usize) -> R
             }
             buf.extend_from_slice(&c);
         }
-        return serde_json::from_slice(&buf).map_err(|e| format!("upstream answer is not JSON: {e}"));
+        return serde_json::from_slice(&buf)
+            .map_err(|e| format!("upstream answer is not JSON: {e}"));
     }
     let mut split = Splitter::new(max);
     let mut events = Vec::new();
     while let Some(c) = body.next().await {
         let c = c.map_err(|e| e.to_string())?;
-        split.push(&c, &mut events).map_err(|_| format!("upstream event over {max} bytes"))?;
+        split
+            .push(&c, &mut events)
+            .map_err(|_| format!("upstream event over {max} bytes"))?;
         for ev in events.drain(..) {
-            let Some(data) = crate::sse::fields(&ev).data else { continue };
-            let Ok(v) = serde_json::from_str::<Value>(&data) else { continue };
+            let Some(data) = crate::sse::fields(&ev).data else {
+                continue;
+            };
+            let Ok(v) = serde_json::from_str::<Value>(&data) else {
+                continue;
+            };
             if v.get("id") == Some(id) && (v.get("result").is_some() || v.get("error").is_some()) {
                 return Ok(v);
             }
@@ -133,7 +148,9 @@ async fn list_tools_inner(
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": PROTOCOL, "capabilities": {},
         "clientInfo": {"name": "mcpgov-gateway", "version": env!("CARGO_PKG_VERSION")}}});
-    let resp = post(init, None, None).await.map_err(|e| format!("initialize: {e}"))?;
+    let resp = post(init, None, None)
+        .await
+        .map_err(|e| format!("initialize: {e}"))?;
     let session = resp
         .headers()
         .get(SESSION_HEADER)
@@ -146,7 +163,12 @@ async fn list_tools_inner(
         .ok_or("initialize failed")?
         .to_string();
     let s = session.as_deref();
-    let _ = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), s, Some(&proto)).await;
+    let _ = post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        s,
+        Some(&proto),
+    )
+    .await;
     let mut tools = HashMap::new();
     let mut cursor: Option<String> = None;
     let result = async {
@@ -156,11 +178,19 @@ async fn list_tools_inner(
                 params["cursor"] = json!(c);
             }
             let id = json!(page);
-            let req = json!({"jsonrpc": "2.0", "id": page, "method": "tools/list", "params": params});
-            let resp = post(req, s, Some(&proto)).await.map_err(|e| format!("tools/list: {e}"))?;
+            let req =
+                json!({"jsonrpc": "2.0", "id": page, "method": "tools/list", "params": params});
+            let resp = post(req, s, Some(&proto))
+                .await
+                .map_err(|e| format!("tools/list: {e}"))?;
             let answer = read_response(resp, &id, max).await?;
             let list = answer.get("result").ok_or("tools/list answered an error")?;
-            for t in list.get("tools").and_then(Value::as_array).into_iter().flatten() {
+            for t in list
+                .get("tools")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if let Some((name, lt)) = live_tool(t) {
                     tools.insert(name, lt);
                 }
@@ -169,7 +199,9 @@ async fn list_tools_inner(
                 }
             }
             match list.get("nextCursor").and_then(Value::as_str) {
-                Some(c) if !c.is_empty() && cursor.as_deref() != Some(c) => cursor = Some(c.to_string()),
+                Some(c) if !c.is_empty() && cursor.as_deref() != Some(c) => {
+                    cursor = Some(c.to_string())
+                }
                 _ => return Ok(()),
             }
         }
@@ -177,7 +209,12 @@ async fn list_tools_inner(
     }
     .await;
     if let Some(s) = s {
-        let _ = client.delete(url).headers(creds.clone()).header(SESSION_HEADER, s).send().await;
+        let _ = client
+            .delete(url)
+            .headers(creds.clone())
+            .header(SESSION_HEADER, s)
+            .send()
+            .await;
     }
     result.map(|()| tools)
 }

@@ -12,7 +12,10 @@ const SRV: &str = "team/everything";
 async fn lists_filtered_calls_decided() {
     let server = Server::start("everything-http", &[]);
     let live = digests(&server.url).await;
-    assert!(live.contains_key("echo"), "server-everything lists echo: {live:?}");
+    assert!(
+        live.contains_key("echo"),
+        "server-everything lists echo: {live:?}"
+    );
     let others: Vec<&String> = live.keys().filter(|k| *k != "echo").collect();
     let (rejected, drifted, expired) = (others[0].as_str(), others[1].as_str(), others[2].as_str());
     let wrong = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
@@ -37,17 +40,34 @@ async fn lists_filtered_calls_decided() {
     let mut fresh = Client::connect(&gw.route(SRV)).await;
     let r = fresh.call("echo", json!({"message": "hi"})).await;
     assert_ne!(r["isError"], true, "{r}");
-    assert!(r.to_string().contains("hi"), "echo answered through the gateway: {r}");
+    assert!(
+        r.to_string().contains("hi"),
+        "echo answered through the gateway: {r}"
+    );
 
     let mut c = Client::connect(&gw.route(SRV)).await;
-    assert_eq!(c.names().await, vec!["echo"], "only the eligible tool with its approved contract");
+    assert_eq!(
+        c.names().await,
+        vec!["echo"],
+        "only the eligible tool with its approved contract"
+    );
 
     let r = c.call(rejected, json!({})).await;
     assert_eq!(r["isError"], true, "{r}");
     assert_eq!(reason(&r), "Rejected");
     assert_eq!(r["structuredContent"]["policy"], "team/no-writes");
-    assert!(r["structuredContent"]["bundleSha"].as_str().unwrap().starts_with("sha256:"));
-    assert!(r["content"][0]["text"].as_str().unwrap().contains("Rejected"));
+    assert!(
+        r["structuredContent"]["bundleSha"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert!(
+        r["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Rejected")
+    );
 
     let r = c.call(drifted, json!({})).await;
     assert_eq!(reason(&r), "ContractMismatch", "{r}");
@@ -71,13 +91,22 @@ async fn lists_filtered_calls_decided() {
     let recs = gw.records();
     let find = |method: &str, tool: &str, reason: &str| {
         recs.iter().any(|r| {
-            r["method"] == method && r["tool"] == tool && r["reasons"][0] == reason && r["server"] == SRV
+            r["method"] == method
+                && r["tool"] == tool
+                && r["reasons"][0] == reason
+                && r["server"] == SRV
         })
     };
     assert!(find("tools/call", rejected, "Rejected"));
-    assert!(find("tools/list", drifted, "ContractMismatch"), "hidden tools are recorded");
+    assert!(
+        find("tools/list", drifted, "ContractMismatch"),
+        "hidden tools are recorded"
+    );
     assert!(find("tools/list", rejected, "Rejected"));
-    assert!(recs.iter().any(|r| r["method"] == "ping" && r["decision"] == "allow"));
+    assert!(
+        recs.iter()
+            .any(|r| r["method"] == "ping" && r["decision"] == "allow")
+    );
     let mism = recs
         .iter()
         .find(|r| r["method"] == "tools/call" && r["tool"] == drifted)
@@ -90,11 +119,16 @@ async fn lists_filtered_calls_decided() {
         .unwrap();
     assert_eq!(allowed["argumentNames"], json!(["message"]));
     assert!(
-        !std::fs::read_to_string(&gw.audit).unwrap().contains("through"),
+        !std::fs::read_to_string(&gw.audit)
+            .unwrap()
+            .contains("through"),
         "argument values never reach the log in clear"
     );
     let (_, metrics) = gw.get_ops("/metrics").await;
-    assert!(metrics.contains("mcpgov_gateway_contract_mismatches_total{server=\"team/everything\"}"), "{metrics}");
+    assert!(
+        metrics.contains("mcpgov_gateway_contract_mismatches_total{server=\"team/everything\"}"),
+        "{metrics}"
+    );
     assert!(metrics.contains("mcpgov_gateway_bundle_loaded 1"));
 }
 
@@ -110,7 +144,10 @@ async fn warn_mode_forwards_and_records() {
     let gw = Gateway::start(dir.path(), &["--mode", "warn"]);
     gw.wait_ready(200, "sha256:").await;
     let mut c = Client::connect(&gw.route(SRV)).await;
-    assert!(c.names().await.contains(&"echo".to_string()), "warn mode hides nothing");
+    assert!(
+        c.names().await.contains(&"echo".to_string()),
+        "warn mode hides nothing"
+    );
     let r = c.call("echo", json!({"message": "shadow"})).await;
     assert_ne!(r["isError"], true, "{r}");
     assert!(r.to_string().contains("shadow"), "{r}");
@@ -139,12 +176,20 @@ async fn no_bundle_denies_then_swaps_apply_without_restart() {
     assert_eq!(l["result"]["tools"], json!([]));
 
     // A bundle arrives: the same gateway process starts allowing echo.
-    dir.publish_bundle(&bundle(&[(SRV, &server.url)], &[T::eligible(SRV, "echo", &live["echo"])]));
+    dir.publish_bundle(&bundle(
+        &[(SRV, &server.url)],
+        &[T::eligible(SRV, "echo", &live["echo"])],
+    ));
     gw.wait_ready(200, "sha256:").await;
     let mut c = Client::connect(&gw.route(SRV)).await;
     let mut stream = c.open_stream().await;
     assert_eq!(c.names().await, vec!["echo"]);
-    assert!(c.call("echo", json!({"message": "one"})).await.to_string().contains("one"));
+    assert!(
+        c.call("echo", json!({"message": "one"}))
+            .await
+            .to_string()
+            .contains("one")
+    );
 
     // An invalid bundle (for another agent) keeps the last good one; readiness stays up.
     let mut other = bundle(&[(SRV, &server.url)], &[]);
@@ -152,11 +197,20 @@ async fn no_bundle_denies_then_swaps_apply_without_restart() {
     dir.publish_bundle(&other);
     let gw_ref = &gw;
     eventually("bundle_valid 0", Duration::from_secs(5), || async move {
-        gw_ref.get_ops("/metrics").await.1.contains("mcpgov_gateway_bundle_valid 0")
+        gw_ref
+            .get_ops("/metrics")
+            .await
+            .1
+            .contains("mcpgov_gateway_bundle_valid 0")
     })
     .await;
     gw.wait_ready(200, "sha256:").await;
-    assert!(c.call("echo", json!({"message": "two"})).await.to_string().contains("two"));
+    assert!(
+        c.call("echo", json!({"message": "two"}))
+            .await
+            .to_string()
+            .contains("two")
+    );
     assert!(gw.logs().contains("last good one"), "{}", gw.logs());
 
     // A swap that rejects echo: the open session hears list_changed and is denied.
@@ -164,7 +218,12 @@ async fn no_bundle_denies_then_swaps_apply_without_restart() {
         &[(SRV, &server.url)],
         &[T::rejected(SRV, "echo", &live["echo"], "team/no-echo")],
     ));
-    expect_event(&mut stream, "notifications/tools/list_changed", Duration::from_secs(5)).await;
+    expect_event(
+        &mut stream,
+        "notifications/tools/list_changed",
+        Duration::from_secs(5),
+    )
+    .await;
     let r = c.call("echo", json!({"message": "three"})).await;
     assert_eq!(reason(&r), "Rejected", "{r}");
     assert!(c.names().await.is_empty());
@@ -175,7 +234,10 @@ async fn many_concurrent_sessions() {
     let server = Server::start("everything-http", &[]);
     let live = digests(&server.url).await;
     let mut dir = BundleDir::new();
-    dir.publish_bundle(&bundle(&[(SRV, &server.url)], &[T::eligible(SRV, "echo", &live["echo"])]));
+    dir.publish_bundle(&bundle(
+        &[(SRV, &server.url)],
+        &[T::eligible(SRV, "echo", &live["echo"])],
+    ));
     let gw = Gateway::start(dir.path(), &[]);
     gw.wait_ready(200, "sha256:").await;
     let route = gw.route(SRV);

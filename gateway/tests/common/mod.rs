@@ -26,7 +26,11 @@ fn mcp_state() -> PathBuf {
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
 fn unique() -> String {
-    format!("{}x{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{}x{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// A real MCP server from e2e/mcp-servers, stopped on drop.
@@ -200,8 +204,16 @@ impl Gateway {
         let child = Command::new(env!("CARGO_BIN_EXE_mcpgov-gateway"))
             .args(["--bundle-dir", bundle_dir.to_str().unwrap()])
             .args(["--agent-name", AGENT, "--agent-namespace", NS])
-            .args(["--listen", &format!("127.0.0.1:{p}"), "--ops-listen", &format!("127.0.0.1:{o}")])
-            .args(["--credentials-dir", dir.path().join("creds").to_str().unwrap()])
+            .args([
+                "--listen",
+                &format!("127.0.0.1:{p}"),
+                "--ops-listen",
+                &format!("127.0.0.1:{o}"),
+            ])
+            .args([
+                "--credentials-dir",
+                dir.path().join("creds").to_str().unwrap(),
+            ])
             .args(["--poll-ms", "200"])
             .args(extra)
             .env("RUST_LOG", "info,mcpgov_gateway=debug")
@@ -221,7 +233,11 @@ impl Gateway {
         while std::net::TcpStream::connect(("127.0.0.1", p)).is_err()
             || std::net::TcpStream::connect(("127.0.0.1", o)).is_err()
         {
-            assert!(Instant::now() < deadline, "gateway did not listen: {}", g.logs());
+            assert!(
+                Instant::now() < deadline,
+                "gateway did not listen: {}",
+                g.logs()
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         g
@@ -256,7 +272,11 @@ impl Gateway {
             if s == status && body.contains(contains) {
                 return;
             }
-            assert!(Instant::now() < deadline, "readyz {s} {body}; log:\n{}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "readyz {s} {body}; log:\n{}",
+                self.logs()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -291,9 +311,11 @@ impl Client {
     pub async fn connect(url: &str) -> Client {
         let mut c = Client::new(url);
         let (status, init) = c
-            .raw(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            .raw(
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-06-18", "capabilities": {},
-                "clientInfo": {"name": "gateway-test", "version": "0"}}}))
+                "clientInfo": {"name": "gateway-test", "version": "0"}}}),
+            )
             .await;
         assert_eq!(status, 200, "initialize: {init}");
         assert!(init["result"]["protocolVersion"].is_string(), "{init}");
@@ -334,7 +356,11 @@ impl Client {
     }
 
     pub async fn notify(&mut self, method: &str) {
-        let r = self.post(&json!({"jsonrpc": "2.0", "method": method})).send().await.unwrap();
+        let r = self
+            .post(&json!({"jsonrpc": "2.0", "method": method}))
+            .send()
+            .await
+            .unwrap();
         assert!(r.status().is_success(), "{method}: {}", r.status());
     }
 
@@ -441,7 +467,11 @@ pub async fn digests(url: &str) -> std::collections::BTreeMap<String, String> {
 }
 
 /// Wait for an event whose data contains `needle`.
-pub async fn expect_event(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>, needle: &str, within: Duration) -> String {
+pub async fn expect_event(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    needle: &str,
+    within: Duration,
+) -> String {
     let deadline = Instant::now() + within;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
