@@ -221,7 +221,10 @@ mod tests {
         assert!(c.get("s", "t").is_none());
         let (n, t) = live_tool(&json!({"name": "t"})).unwrap();
         c.observe("s", &[(n.clone(), t.clone())]);
-        assert!(c.get("s", "t").is_none(), "a page alone is not a whole view");
+        assert!(
+            c.get("s", "t").is_none(),
+            "a page alone is not a whole view"
+        );
         c.replace("s", HashMap::from([(n, t)]));
         assert!(c.get("s", "t").unwrap().is_some());
         assert!(c.get("s", "u").unwrap().is_none());
