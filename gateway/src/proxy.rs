@@ -158,7 +158,7 @@ impl App {
             }
             Err(e) => {
                 self.metrics.audit_write_errors.inc();
-                warn!(error = %e, method = %rec.method, "decision not recorded");
+                warn!(error = %e, method = ?rec.method, "decision not recorded");
                 self.cfg.audit_fail_open
             }
         }
@@ -174,7 +174,7 @@ impl App {
             }
         }
         if n > 0 {
-            info!(server, streams = n, "sent tools/list_changed");
+            info!(server = ?server, streams = n, "sent tools/list_changed");
         }
     }
 
@@ -355,7 +355,7 @@ async fn handle_post(
     let bundle = app.store.current();
     let session = session_of(&headers);
     match msg.get("method").and_then(Value::as_str) {
-        Some("tools/call") => call(app, server, bundle, msg, headers, bytes, session, start).await,
+        Some("tools/call") => call(app, server, bundle, msg, headers, session, start).await,
         Some("tools/list") => list(app, server, bundle, msg, headers, bytes, session, start).await,
         method => {
             let id = msg.get("id");
@@ -411,7 +411,7 @@ async fn call(
     bundle: Option<Arc<Loaded>>,
     msg: Value,
     headers: HeaderMap,
-    bytes: Bytes,
+
     session: Option<String>,
     start: Instant,
 ) -> Response {
@@ -519,19 +519,26 @@ async fn call(
         .observe(start.elapsed().as_secs_f64());
     match (denial, up) {
         (Some(d), _) if rec.enforced => {
-            info!(server, tool = name, reason = d.reason.as_str(), detail = %d.detail, "tools/call denied");
+            // Untrusted text is logged escaped (`?`); argument errors quote argument values,
+            // which stay out of the logs.
+            let detail = (d.reason != Reason::InvalidArguments).then_some(d.detail.as_str());
+            info!(server = ?server, tool = ?name, reason = d.reason.as_str(), detail = ?detail, "tools/call denied");
             deny_now(&d)
         }
         (d, Ok((s, creds))) => {
             if let Some(d) = d {
                 info!(
-                    server,
-                    tool = name,
+                    server = ?server,
+                    tool = ?name,
                     reason = d.reason.as_str(),
                     "tools/call would be denied (warn mode): forwarded"
                 );
             }
-            forward(app, s, creds, Method::POST, &headers, Some(bytes), None).await
+            // The message as parsed, not the bytes as sent: the upstream sees exactly the
+            // call that was decided (a duplicate "name" key cannot mean one tool here and
+            // another there).
+            let decided = Bytes::from(serde_json::to_vec(&msg).expect("a Value serialises"));
+            forward(app, s, creds, Method::POST, &headers, Some(decided), None).await
         }
         (_, Err(d)) => deny_now(&d),
     }
@@ -553,7 +560,19 @@ struct ListFilter {
 impl ListFilter {
     /// Rewrite one JSON-RPC message if it is the answer to our request.
     fn apply(&self, data: &str) -> Option<String> {
-        let mut v: Value = serde_json::from_str(data).ok()?;
+        if data.trim().is_empty() {
+            // A priming event (resumability): no message in it.
+            return None;
+        }
+        let Ok(mut v) = serde_json::from_str::<Value>(data) else {
+            // It may be the answer, and nothing of it can be checked: it never reaches
+            // the client (too deep, not JSON, ...).
+            return Some(
+                json!({"jsonrpc": "2.0", "id": self.id, "error": {"code": -32603,
+                    "message": "mcpgov gateway: the upstream's tools/list answer cannot be read"}})
+                .to_string(),
+            );
+        };
         if v.get("id") != self.id.as_ref() {
             return None;
         }
@@ -566,6 +585,12 @@ impl ListFilter {
         let app = &self.app;
         let now = Timestamp::now();
         let complete = self.first_page && result.get("nextCursor").is_none_or(Value::is_null);
+        if !result.is_object() {
+            *result = json!({});
+        }
+        if !result.get("tools").is_some_and(Value::is_array) {
+            result["tools"] = json!([]);
+        }
         let Some(tools) = result.get_mut("tools").and_then(Value::as_array_mut) else {
             return;
         };
@@ -773,7 +798,7 @@ async fn forward(
     let resp = match req.send().await {
         Ok(r) => r,
         Err(e) => {
-            warn!(server = %server.key, error = %e, "upstream unreachable");
+            warn!(server = %server.key, error = ?e.to_string(), "upstream unreachable");
             return rpc_error(
                 StatusCode::BAD_GATEWAY,
                 None,
@@ -843,7 +868,8 @@ async fn forward(
             .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response());
     }
     match filter {
-        Some(f) if status.is_success() => {
+        // Whatever the status: a list never reaches the client unfiltered.
+        Some(f) => {
             // A JSON answer to tools/list: read it whole (bounded), filter, re-serialise.
             let mut buf = Vec::new();
             let mut stream = resp.bytes_stream();

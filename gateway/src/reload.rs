@@ -36,9 +36,9 @@ pub fn reload_now(app: &App, force: bool) {
                 .inc();
             match app.store.current() {
                 Some(b) => {
-                    warn!(error = %e, keeping = %b.sha, "new bundle is invalid; the last good one stays in force")
+                    warn!(error = ?e.0, keeping = %b.sha, "new bundle is invalid; the last good one stays in force")
                 }
-                None => warn!(error = %e, "no valid bundle: every tools/* request is denied"),
+                None => warn!(error = ?e.0, "no valid bundle: every tools/* request is denied"),
             }
         }
     }

@@ -197,6 +197,16 @@ pub struct Gateway {
 
 impl Gateway {
     pub fn start(bundle_dir: &Path, extra: &[&str]) -> Gateway {
+        Gateway::launch(bundle_dir, extra, None, None)
+    }
+
+    /// With a credentials directory of the test's, and/or stdout (the audit) elsewhere.
+    pub fn launch(
+        bundle_dir: &Path,
+        extra: &[&str],
+        creds: Option<&Path>,
+        stdout: Option<Stdio>,
+    ) -> Gateway {
         let dir = tempfile::tempdir().unwrap();
         let (p, o) = (free_port(), free_port());
         let audit = dir.path().join("audit.jsonl");
@@ -212,12 +222,16 @@ impl Gateway {
             ])
             .args([
                 "--credentials-dir",
-                dir.path().join("creds").to_str().unwrap(),
+                creds
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| dir.path().join("creds"))
+                    .to_str()
+                    .unwrap(),
             ])
             .args(["--poll-ms", "200"])
             .args(extra)
             .env("RUST_LOG", "info,mcpgov_gateway=debug")
-            .stdout(Stdio::from(std::fs::File::create(&audit).unwrap()))
+            .stdout(stdout.unwrap_or_else(|| Stdio::from(std::fs::File::create(&audit).unwrap())))
             .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
             .spawn()
             .expect("start the gateway");
@@ -294,6 +308,7 @@ pub struct Client {
     http: reqwest::Client,
     pub url: String,
     pub session: Option<String>,
+    pub token: Option<String>,
     next: u64,
 }
 
@@ -304,12 +319,18 @@ impl Client {
             http: reqwest::Client::new(),
             url: url.to_string(),
             session: None,
+            token: None,
             next: 1,
         }
     }
 
     pub async fn connect(url: &str) -> Client {
+        Client::connect_with(url, None).await
+    }
+
+    pub async fn connect_with(url: &str, token: Option<&str>) -> Client {
         let mut c = Client::new(url);
+        c.token = token.map(str::to_string);
         let (status, init) = c
             .raw(
                 json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -333,6 +354,9 @@ impl Client {
             .body(body.to_string());
         if let Some(s) = &self.session {
             r = r.header("mcp-session-id", s);
+        }
+        if let Some(t) = &self.token {
+            r = r.header("authorization", format!("Bearer {t}"));
         }
         r
     }
@@ -453,7 +477,14 @@ impl Client {
 
 /// Each listed tool's contract digest, straight from the server.
 pub async fn digests(url: &str) -> std::collections::BTreeMap<String, String> {
-    let mut c = Client::connect(url).await;
+    digests_with(url, None).await
+}
+
+pub async fn digests_with(
+    url: &str,
+    token: Option<&str>,
+) -> std::collections::BTreeMap<String, String> {
+    let mut c = Client::connect_with(url, token).await;
     c.tools()
         .await
         .iter()
