@@ -3,6 +3,7 @@
 pub mod bundle;
 pub mod contracts;
 pub mod decision;
+pub mod legacy;
 pub mod metrics;
 pub mod policy;
 pub mod proxy;

@@ -30,8 +30,6 @@ pub enum Reason {
     SchemaUnusable,
     /// A header Secret the server needs is not mounted into the gateway.
     CredentialsMissing,
-    /// The server's transport is not one the gateway proxies.
-    TransportUnsupported,
     /// The request is not a well-formed `tools/call`.
     MalformedRequest,
     /// A listed tool has no name or cannot be digested.
@@ -54,7 +52,6 @@ impl Reason {
             Reason::InvalidArguments => "InvalidArguments",
             Reason::SchemaUnusable => "SchemaUnusable",
             Reason::CredentialsMissing => "CredentialsMissing",
-            Reason::TransportUnsupported => "TransportUnsupported",
             Reason::MalformedRequest => "MalformedRequest",
             Reason::MalformedTool => "MalformedTool",
             Reason::AuditUnavailable => "AuditUnavailable",

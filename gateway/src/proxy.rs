@@ -6,6 +6,7 @@ use crate::bundle::BundleStore;
 use crate::bundle::Loaded;
 use crate::contracts::{Contracts, LiveTool, check_arguments, live_tool};
 use crate::decision::{AuditSink, DecisionRecord, Verdict, argument_names};
+use crate::legacy;
 use crate::metrics::Metrics;
 use crate::policy::{Denial, Reason, bundle_allows, contract_matches};
 use crate::sse;
@@ -66,6 +67,7 @@ pub struct App {
     client: reqwest::Client,
     streams: Mutex<HashMap<u64, OpenStream>>,
     next_stream: AtomicU64,
+    legacy: legacy::Sessions,
 }
 
 const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
@@ -103,6 +105,7 @@ impl App {
             client,
             streams: Mutex::new(HashMap::new()),
             next_stream: AtomicU64::new(0),
+            legacy: legacy::Sessions::default(),
         }
     }
 
@@ -210,15 +213,6 @@ impl App {
                 format!("the bundle publishes no server {server}"),
             )
         })?;
-        if s.endpoint.transport != "StreamableHTTP" {
-            return Err(Denial::new(
-                Reason::TransportUnsupported,
-                format!(
-                    "{server} speaks {}; this gateway proxies StreamableHTTP upstreams only",
-                    s.endpoint.transport
-                ),
-            ));
-        }
         let creds = upstream::credentials(&self.cfg.credentials_dir, s)
             .map_err(|e| Denial::new(Reason::CredentialsMissing, format!("{server}: {e}")))?;
         Ok((s.clone(), creds))
@@ -240,14 +234,29 @@ impl App {
         if let Some(t) = self.contracts.get(&server.key, tool) {
             return Ok(t);
         }
-        let tools = upstream::list_tools(
-            &self.client,
-            &server.endpoint.url,
-            creds,
-            self.cfg.max_message,
-            self.cfg.list_timeout,
-        )
-        .await?;
+        let tools = if server.endpoint.transport == "SSE" {
+            let listed = tokio::time::timeout(
+                self.cfg.list_timeout,
+                legacy::list_tools(
+                    &self.client,
+                    &server.endpoint.url,
+                    creds.clone(),
+                    self.cfg.max_message,
+                ),
+            )
+            .await
+            .map_err(|_| "listing tools timed out".to_string())??;
+            listed.iter().filter_map(live_tool).collect()
+        } else {
+            upstream::list_tools(
+                &self.client,
+                &server.endpoint.url,
+                creds,
+                self.cfg.max_message,
+                self.cfg.list_timeout,
+            )
+            .await?
+        };
         debug!(server = %server.key, tools = tools.len(), "listed upstream tools");
         let t = tools.get(tool).cloned();
         self.contracts.replace(&server.key, tools);
@@ -385,7 +394,7 @@ async fn handle_post(
                     app.metrics
                         .added_latency
                         .observe(start.elapsed().as_secs_f64());
-                    forward(app, s, creds, Method::POST, &headers, Some(bytes), None).await
+                    forward_post(app, s, creds, &headers, bytes, &msg, None).await
                 }
                 Err(d) => {
                     let status = match d.reason {
@@ -538,7 +547,7 @@ async fn call(
             // call that was decided (a duplicate "name" key cannot mean one tool here and
             // another there).
             let decided = Bytes::from(serde_json::to_vec(&msg).expect("a Value serialises"));
-            forward(app, s, creds, Method::POST, &headers, Some(decided), None).await
+            forward_post(app, s, creds, &headers, decided, &msg, None).await
         }
         (_, Err(d)) => deny_now(&d),
     }
@@ -701,16 +710,7 @@ async fn list(
                 id,
                 session,
             };
-            forward(
-                app,
-                s,
-                creds,
-                Method::POST,
-                &headers,
-                Some(bytes),
-                Some(filter),
-            )
-            .await
+            forward_post(app, s, creds, &headers, bytes, &msg, Some(filter)).await
         }
         // Nothing to forward to, or nothing recorded: an empty list (fail closed).
         _ => json_response(
@@ -728,6 +728,7 @@ async fn handle_get(
     let server = format!("{ns}/{name}");
     let bundle = app.store.current();
     match app.upstream(bundle.as_deref(), &server) {
+        Ok((s, _)) if s.endpoint.transport == "SSE" => legacy_get(app, &s, &headers),
         Ok((s, creds)) => forward(app, s, creds, Method::GET, &headers, None, None).await,
         Err(d) => rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -746,6 +747,7 @@ async fn handle_delete(
     let server = format!("{ns}/{name}");
     let bundle = app.store.current();
     match app.upstream(bundle.as_deref(), &server) {
+        Ok((s, _)) if s.endpoint.transport == "SSE" => legacy_delete(&app, &s, &headers),
         Ok((s, creds)) => forward(app, s, creds, Method::DELETE, &headers, None, None).await,
         Err(d) => rpc_error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -911,4 +913,158 @@ async fn forward(
 
 fn tokio_stream_from(mut rx: mpsc::Receiver<Bytes>) -> impl futures::Stream<Item = Bytes> + Send {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// A POST to an upstream of either transport.
+async fn forward_post(
+    app: Arc<App>,
+    server: BundleServer,
+    creds: reqwest::header::HeaderMap,
+    headers: &HeaderMap,
+    body: Bytes,
+    msg: &Value,
+    filter: Option<ListFilter>,
+) -> Response {
+    if server.endpoint.transport != "SSE" {
+        return forward(
+            app,
+            server,
+            creds,
+            Method::POST,
+            headers,
+            Some(body),
+            filter,
+        )
+        .await;
+    }
+    let id = msg.get("id");
+    let (sess, sid) = match session_of(headers) {
+        Some(sid) => match app.legacy.get(&sid) {
+            Some(s) if s.server == server.key => (s, sid),
+            _ => return rpc_error(StatusCode::NOT_FOUND, id, -32001, "session not found"),
+        },
+        None if msg.get("method").and_then(Value::as_str) == Some("initialize") => {
+            let watcher = app.clone();
+            let key = server.key.clone();
+            let on_message = move |data: &str| {
+                if data.contains("notifications/tools/list_changed") {
+                    watcher.contracts.invalidate(&key);
+                }
+            };
+            let opened = legacy::open(
+                &app.client,
+                &server.key,
+                &server.endpoint.url,
+                creds,
+                app.cfg.max_message,
+                on_message,
+            )
+            .await;
+            let sess = match opened {
+                Ok(s) => s,
+                Err(e) => {
+                    warn!(server = %server.key, error = ?e, "SSE upstream unreachable");
+                    return rpc_error(
+                        StatusCode::BAD_GATEWAY,
+                        id,
+                        -32603,
+                        &format!("mcpgov gateway: upstream {} unreachable", server.key),
+                    );
+                }
+            };
+            match app.legacy.insert(sess.clone()) {
+                Ok(sid) => (sess, sid),
+                Err(e) => return rpc_error(StatusCode::SERVICE_UNAVAILABLE, id, -32603, &e),
+            }
+        }
+        None => {
+            return rpc_error(
+                StatusCode::BAD_REQUEST,
+                id,
+                -32600,
+                "no session: initialize first",
+            );
+        }
+    };
+    let session = HeaderValue::from_str(&sid).expect("hex");
+    match sess.send(&app.client, msg).await {
+        Ok(None) => (StatusCode::ACCEPTED, [(SESSION_HEADER, session)]).into_response(),
+        Ok(Some(data)) => {
+            let data = filter.and_then(|f| f.apply(&data)).unwrap_or(data);
+            (
+                StatusCode::OK,
+                [
+                    (
+                        header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    ),
+                    (header::HeaderName::from_static(SESSION_HEADER), session),
+                ],
+                data,
+            )
+                .into_response()
+        }
+        Err(e) => {
+            warn!(server = %server.key, error = ?e, "SSE upstream");
+            rpc_error(
+                StatusCode::BAD_GATEWAY,
+                id,
+                -32603,
+                &format!("mcpgov gateway: upstream {}: {e}", server.key),
+            )
+        }
+    }
+}
+
+/// The standalone GET stream of an SSE upstream's session.
+fn legacy_get(app: Arc<App>, server: &BundleServer, headers: &HeaderMap) -> Response {
+    let Some(sess) = session_of(headers)
+        .and_then(|sid| app.legacy.get(&sid))
+        .filter(|s| s.server == server.key)
+    else {
+        return rpc_error(StatusCode::NOT_FOUND, None, -32001, "session not found");
+    };
+    let rx = sess.attach();
+    let id = app.next_stream.fetch_add(1, Ordering::Relaxed);
+    if let Some(tx) = sess.pusher() {
+        app.streams.lock().expect("not poisoned").insert(
+            id,
+            OpenStream {
+                server: server.key.clone(),
+                tx,
+            },
+        );
+    }
+    app.metrics.open_streams.inc();
+    let guard = StreamGuard {
+        app: app.clone(),
+        id,
+    };
+    let body = tokio_stream_from(rx).map(move |b| {
+        let _ = &guard;
+        Ok::<_, sse::BoxError>(b)
+    });
+    Response::builder()
+        .status(200)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::BAD_GATEWAY.into_response())
+}
+
+fn legacy_delete(app: &App, server: &BundleServer, headers: &HeaderMap) -> Response {
+    match session_of(headers).and_then(|sid| {
+        app.legacy
+            .get(&sid)
+            .filter(|s| s.server == server.key)
+            .map(|_| sid)
+    }) {
+        Some(sid) => {
+            if let Some(s) = app.legacy.remove(&sid) {
+                s.close();
+            }
+            StatusCode::OK.into_response()
+        }
+        None => rpc_error(StatusCode::NOT_FOUND, None, -32001, "session not found"),
+    }
 }

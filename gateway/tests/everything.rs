@@ -263,3 +263,63 @@ async fn many_concurrent_sessions() {
     sessions.dedup();
     assert_eq!(sessions.len(), 20, "every session has its own id");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_upstreams_are_bridged() {
+    // The legacy HTTP+SSE transport upstream; streamable HTTP towards the agent.
+    let direct = Server::start("everything-http", &[]);
+    let live = digests(&direct.url).await;
+    let server = Server::start("everything-sse", &[]);
+    let mut b = bundle(
+        &[(SRV, &server.url)],
+        &[
+            T::eligible(SRV, "echo", &live["echo"]),
+            T::rejected(SRV, "get-sum", &live["get-sum"], "team/no-sums"),
+        ],
+    );
+    b["servers"][0]["endpoint"]["transport"] = json!("SSE");
+    let mut dir = BundleDir::new();
+    dir.publish_bundle(&b);
+    let gw = Gateway::start(dir.path(), &[]);
+    gw.wait_ready(200, "sha256:").await;
+
+    // A call before any list: the gateway lists the SSE server itself.
+    let mut fresh = Client::connect(&gw.route(SRV)).await;
+    assert!(
+        fresh.session.is_some(),
+        "the gateway gives the session an id"
+    );
+    let r = fresh.call("echo", json!({"message": "sse-first"})).await;
+    assert!(r.to_string().contains("sse-first"), "{r}");
+
+    let mut c = Client::connect(&gw.route(SRV)).await;
+    let mut stream = c.open_stream().await;
+    assert_eq!(c.names().await, vec!["echo"]);
+    let r = c.call("get-sum", json!({"a": 1, "b": 2})).await;
+    assert_eq!(reason(&r), "Rejected", "{r}");
+    let r = c.call("echo", json!({"message": 1})).await;
+    assert_eq!(reason(&r), "InvalidArguments", "{r}");
+    assert!(
+        c.call("echo", json!({"message": "bridged"}))
+            .await
+            .to_string()
+            .contains("bridged")
+    );
+
+    // A swap reaches the session's GET stream.
+    let mut b2 = bundle(&[(SRV, &server.url)], &[]);
+    b2["servers"][0]["endpoint"]["transport"] = json!("SSE");
+    dir.publish_bundle(&b2);
+    expect_event(
+        &mut stream,
+        "notifications/tools/list_changed",
+        Duration::from_secs(5),
+    )
+    .await;
+    assert!(c.names().await.is_empty());
+    assert_eq!(c.delete().await, 200);
+    let (status, _) = c
+        .raw(json!({"jsonrpc": "2.0", "id": 99, "method": "ping"}))
+        .await;
+    assert_eq!(status, 404, "a deleted session is gone");
+}

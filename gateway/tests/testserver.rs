@@ -144,13 +144,16 @@ async fn paged_lists_are_filtered_page_by_page() {
 async fn an_exception_expiring_flips_the_decision_at_its_instant() {
     let server = Server::start("testserver", &["--tools", "2"]);
     let live = digests(&server.url).await;
+    // The gateway first, so that the seconds before the expiry are the test's own.
+    let mut dir = BundleDir::new();
+    let gw = Gateway::start(dir.path(), &[]);
+    gw.wait_ready(503, "no valid bundle").await;
     let until = jiff::Timestamp::now()
-        .checked_add(jiff::SignedDuration::from_secs(4))
+        .checked_add(jiff::SignedDuration::from_secs(6))
         .unwrap()
         .round(jiff::Unit::Second)
         .unwrap();
     let until_s = until.to_string();
-    let mut dir = BundleDir::new();
     dir.publish_bundle(&bundle(
         &[(SRV, &server.url)],
         &[T {
@@ -158,7 +161,6 @@ async fn an_exception_expiring_flips_the_decision_at_its_instant() {
             ..T::eligible(SRV, "tool_000", &live["tool_000"])
         }],
     ));
-    let gw = Gateway::start(dir.path(), &[]);
     gw.wait_ready(200, "sha256:").await;
     let mut c = Client::connect(&gw.route(SRV)).await;
     let mut stream = c.open_stream().await;
