@@ -857,6 +857,9 @@ async fn forward(
                 id,
             };
             let injected = tokio_stream_from(rx).map(Ok::<_, sse::BoxError>);
+            // An upstream stream that breaks ends its part quietly: the agent keeps the
+            // stream and the gateway's own notices on it.
+            let events = events.take_while(|r| std::future::ready(r.is_ok()));
             let merged = futures::stream::select(events, injected).map(move |x| {
                 let _ = &guard;
                 x

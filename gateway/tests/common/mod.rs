@@ -497,6 +497,23 @@ pub async fn digests_with(
         .collect()
 }
 
+/// An event whose data contains `needle`, if one comes in time.
+pub async fn wait_event(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    needle: &str,
+    within: Duration,
+) -> Option<String> {
+    let deadline = Instant::now() + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(d)) if d.contains(needle) => return Some(d),
+            Ok(Some(_)) => continue,
+            _ => return None,
+        }
+    }
+}
+
 /// Wait for an event whose data contains `needle`.
 pub async fn expect_event(
     rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
