@@ -18,7 +18,13 @@ echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== unit, property and golden tests"
+# Real MCP servers from npm and PyPI (pinned; cached after the first run): the gateway's
+# integration tests (in `cargo test`) and the e2e suite stand the gateway and the crawler
+# in front of them.
+start=$(date +%s)
+bash e2e/mcp-servers/install.sh >/dev/null
+echo "MCP test servers installed in $(( $(date +%s) - start ))s"
+echo "== unit, property, golden and gateway integration tests"
 # Includes core's RFC 8785 comparison with the `rfc8785` package from PyPI: the test
 # installs it (hash-pinned) into a cached venv via core/tests/rfc8785-python/install.sh.
 cargo test --locked
@@ -58,10 +64,6 @@ source "$MCPGOV_E2E_DIR/env"
 kubectl apply --server-side --field-manager=mcpgov-install -f crds/ >/dev/null
 kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null
 cargo build --locked -q -p mcpgov
-# Real MCP servers from npm and PyPI (pinned; cached after the first run).
-start=$(date +%s)
-bash e2e/mcp-servers/install.sh >/dev/null
-echo "MCP test servers installed in $(( $(date +%s) - start ))s"
 export MCPGOV_MCP_STATE="$MCPGOV_E2E_DIR/mcp-servers"
 export MCPGOV_BIN="$CARGO_TARGET_DIR/debug/mcpgov"
 export MCPGOV_E2E_LOGS="$MCPGOV_E2E_DIR/operator-logs"

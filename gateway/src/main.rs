@@ -1,0 +1,129 @@
+//! mcpgov-gateway: runs beside an agent, reads the agent's bundle from a ConfigMap volume
+//! and enforces it on every MCP request to the upstream servers.
+
+use clap::Parser;
+use mcpgov_gateway::bundle::{BundleStore, Expect};
+use mcpgov_gateway::contracts::Contracts;
+use mcpgov_gateway::decision::StdoutSink;
+use mcpgov_gateway::proxy::{App, Config, Mode, mcp_router, ops_router};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tracing::info;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcpgov-gateway",
+    version,
+    about = "Enforces an agent's mcpgov bundle on its MCP requests"
+)]
+struct Cli {
+    /// Directory of the bundle ConfigMap volume (key `bundle.json`; never a subPath mount).
+    #[arg(long, env = "MCPGOV_BUNDLE_DIR")]
+    bundle_dir: PathBuf,
+    /// The Agent this gateway serves: a bundle compiled for another is refused.
+    #[arg(long, env = "MCPGOV_AGENT_NAME")]
+    agent_name: String,
+    #[arg(long, env = "MCPGOV_AGENT_NAMESPACE")]
+    agent_namespace: String,
+    /// Where the agent's MCP client connects: routes `/mcp/<namespace>/<server>`.
+    #[arg(long, env = "MCPGOV_LISTEN", default_value = "127.0.0.1:8480")]
+    listen: SocketAddr,
+    /// `/healthz`, `/readyz`, `/metrics` (the kubelet probes the pod IP, hence all
+    /// interfaces by default; nothing MCP is served here).
+    #[arg(long, env = "MCPGOV_OPS_LISTEN", default_value = "0.0.0.0:8481")]
+    ops_listen: SocketAddr,
+    #[arg(long, env = "MCPGOV_MODE", value_enum, default_value = "enforce")]
+    mode: Mode,
+    /// Upstream header values: `<dir>/<secret name>/<key>` (Secret volumes, gateway only).
+    #[arg(
+        long,
+        env = "MCPGOV_CREDENTIALS_DIR",
+        default_value = "/var/run/mcpgov/credentials"
+    )]
+    credentials_dir: PathBuf,
+    /// Forward and answer even when a decision cannot be recorded (default: deny).
+    #[arg(long, env = "MCPGOV_AUDIT_FAIL_OPEN")]
+    audit_fail_open: bool,
+    /// Polling interval behind inotify, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    poll_ms: u64,
+    /// How long a server's live tool contracts are trusted without a new listing, seconds.
+    #[arg(long, default_value_t = 60)]
+    contract_ttl_secs: u64,
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    max_body_bytes: usize,
+    #[arg(long, default_value_t = 16 * 1024 * 1024)]
+    max_message_bytes: usize,
+    /// Time allowed for the gateway's own tools/list of a server, seconds.
+    #[arg(long, default_value_t = 15)]
+    list_timeout_secs: u64,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs on stderr: stdout carries the decision records.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    let expect = Expect {
+        agent_name: cli.agent_name.clone(),
+        agent_namespace: cli.agent_namespace.clone(),
+    };
+    let cfg = Config {
+        agent: format!("{}/{}", cli.agent_namespace, cli.agent_name),
+        mode: cli.mode,
+        audit_fail_open: cli.audit_fail_open,
+        credentials_dir: cli.credentials_dir,
+        max_body: cli.max_body_bytes,
+        max_message: cli.max_message_bytes,
+        list_timeout: Duration::from_secs(cli.list_timeout_secs),
+    };
+    let app = Arc::new(App::new(
+        cfg,
+        BundleStore::new(cli.bundle_dir, expect),
+        Contracts::new(Duration::from_secs(cli.contract_ttl_secs)),
+        Arc::new(StdoutSink::new()),
+    ));
+    tokio::spawn(mcpgov_gateway::reload::run(
+        app.clone(),
+        Duration::from_millis(cli.poll_ms),
+    ));
+    let mcp = tokio::net::TcpListener::bind(cli.listen).await?;
+    let ops = tokio::net::TcpListener::bind(cli.ops_listen).await?;
+    info!(mcp = %mcp.local_addr()?, ops = %ops.local_addr()?, mode = ?cli.mode, "listening");
+    let ops_router = ops_router(app.clone());
+    let ops_task = tokio::spawn(async move { axum::serve(ops, ops_router).await });
+    let mcp_app = mcp_router(app);
+    tokio::select! {
+        r = axum::serve(mcp, mcp_app) => r?,
+        r = ops_task => r??,
+        // Not graceful: open GET streams would hold the process forever.
+        _ = shutdown() => {}
+    }
+    Ok(())
+}
+
+async fn shutdown() {
+    let term = async {
+        #[cfg(unix)]
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+            return;
+        }
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+    info!("shutting down");
+}
