@@ -176,6 +176,20 @@ t_template() {
   "${CHECK[@]}" render "$out" "$WORK/values-$set.json"
 }
 
+# The rules as rendered with a non-default expiry window still pass promtool.
+t_rendered_rules() {
+  local promtool
+  promtool="$(bash e2e/alerts/install-promtool.sh | tail -n1)" || return 1
+  python3 - "$WORK/render-monitoring.yaml" "$WORK/rules-monitoring.yaml" <<'PY' || return 1
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "PrometheusRule"]
+assert len(docs) == 1, f"{len(docs)} PrometheusRules"
+yaml.safe_dump({"groups": docs[0]["spec"]["groups"]}, open(sys.argv[2], "w"))
+PY
+  grep -F -- '<= 129600' "$WORK/rules-monitoring.yaml" || { echo "the 36h window is not in the rule"; return 1; }
+  "$promtool" check rules "$WORK/rules-monitoring.yaml"
+}
+
 t_checker_catches() {
   "${CHECK[@]}" selftest "$WORK/render-default.yaml" "$WORK/values-default.json"
 }
@@ -759,11 +773,12 @@ run "templates use no lookup/rand/now" t_no_nondeterminism
 for set in "${VALID_SETS[@]}"; do
   run "helm template -f values/$set.yaml --kube-version $KUBE_VERSION" t_template "$set"
 done
+run "the PrometheusRule rendered with a 36h expiry window passes promtool" t_rendered_rules
 run "check.py notices broken renderings (mutations of the default one)" t_checker_catches
 run "kubeVersion >=1.30.0-0 enforced" t_kube_version
 SCHEMA_MSG="values don't meet the specifications of the schema"
-run "schema rejects replicaCount: two, crawler.concurrency: -1" \
-  t_invalid invalid-types "$SCHEMA_MSG" "/replicaCount" "/crawler/concurrency"
+run "schema rejects replicaCount: two, crawler.concurrency: -1, exceptionExpiryWindow: 7 days" \
+  t_invalid invalid-types "$SCHEMA_MSG" "/replicaCount" "/crawler/concurrency" "/prometheusRule/exceptionExpiryWindow"
 run "schema rejects logLevel: loud, image.pullPolicy: Sometimes" \
   t_invalid invalid-enum "$SCHEMA_MSG" "/logLevel" "/image/pullPolicy"
 run "schema rejects an unknown key (leaderElection.enabeld)" \

@@ -294,7 +294,9 @@ async fn bundle_configmap_holds_the_cli_bytes_and_follows_grants() {
 }
 
 /// An expected exception stops excusing at its expiry second, not at the next resync
-/// (300 s here): the operator schedules a re-evaluation at the earliest expiry.
+/// (300 s here): the operator schedules a re-evaluation at the earliest expiry. Grant
+/// status shows the expiry (and when it has passed), and the metric carries it until
+/// the exception or the Grant goes away.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_exception_expires_on_time() {
     let client = client().await;
@@ -302,12 +304,11 @@ async fn an_exception_expires_on_time() {
     let op = Operator::start(&ns, 300).await;
     let _dir = setup(&client, &ns).await;
     let agents: Api<Agent> = Api::namespaced(client.clone(), &ns);
+    let grants: Api<Grant> = Api::namespaced(client.clone(), &ns);
     violations(&agents, "vibe-coder", 1).await;
-    let expires = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(8);
-    apply(
-        &client,
-        &ns,
-        &format!(
+    let expires = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(12);
+    let grant = |exceptions: &str| {
+        format!(
             r#"
 apiVersion: mcpgov.io/v1alpha1
 kind: Grant
@@ -315,13 +316,50 @@ metadata: {{name: notes}}
 spec:
   agent: vibe-coder
   tools: ["gw::read_note", "gw::publish_note"]
-  expectedExceptions: [{{policy: drafts-deny, reason: "until the review", expires: "{expires}"}}]
+  expectedExceptions: [{exceptions}]
 "#
-        ),
-    )
-    .await
-    .unwrap();
+        )
+    };
+    let excused = format!(
+        r#"{{policy: drafts-deny, reason: "until the review", owner: "team-notes", expires: "{expires}"}}"#
+    );
+    apply(&client, &ns, &grant(&excused)).await.unwrap();
     violations(&agents, "vibe-coder", 0).await;
+    let expiry_of = |expired: bool| {
+        let want = (0, "drafts-deny".to_string(), expires.to_string(), expired);
+        move |g: &Grant| {
+            g.status.as_ref().is_some_and(|s| {
+                s.exception_expiries
+                    .iter()
+                    .map(|e| (e.index, e.policy.clone(), e.expires.clone(), e.expired))
+                    .collect::<Vec<_>>()
+                    == [want.clone()]
+            })
+        }
+    };
+    wait_for(
+        &grants,
+        "notes",
+        "the expiry in status, not yet expired",
+        expiry_of(false),
+    )
+    .await;
+    let series = [
+        format!("namespace=\"{ns}\""),
+        "grant=\"notes\"".to_string(),
+        "index=\"0\"".to_string(),
+        "policy=\"drafts-deny\"".to_string(),
+        "owner=\"team-notes\"".to_string(),
+    ];
+    let series: Vec<&str> = series.iter().map(String::as_str).collect();
+    let metric = "mcpgov_exception_expiry_timestamp_seconds";
+    let value = op.metric(metric, &series).await;
+    let want = expires.as_millisecond() as f64 / 1000.0;
+    assert!(
+        (value - want).abs() < 0.002,
+        "{metric} is {value}, the expiry is {want}"
+    );
+
     violations(&agents, "vibe-coder", 1).await;
     let late = jiff::Timestamp::now().duration_since(expires);
     println!("violation back {late:?} after the exception expired");
@@ -330,7 +368,65 @@ spec:
         late < jiff::SignedDuration::from_secs(30),
         "on time, not at a resync: {late:?}"
     );
+    wait_for(
+        &grants,
+        "notes",
+        "the expiry in status, expired",
+        expiry_of(true),
+    )
+    .await;
+    assert_eq!(
+        op.metric(metric, &series).await,
+        value,
+        "an expired exception keeps its series while it is in the Grant"
+    );
+
+    // The exception removed: its status entry and its series go.
+    apply(&client, &ns, &grant("")).await.unwrap();
+    wait_for(&grants, "notes", "no expiries in status", |g| {
+        g.status
+            .as_ref()
+            .is_some_and(|s| s.exception_expiries.is_empty())
+    })
+    .await;
+    wait_series(&op, metric, &series, 0).await;
+
+    // The Grant removed: its series go too.
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * 30);
+    apply(
+        &client,
+        &ns,
+        &grant(&format!(
+            r#"{{policy: drafts-deny, reason: "r", owner: "team-notes", expires: "{later}"}}"#
+        )),
+    )
+    .await
+    .unwrap();
+    wait_series(&op, metric, &series, 1).await;
+    delete(&client, &ns, ("mcpgov.io/v1alpha1", "Grant"), "notes").await;
+    wait_series(&op, metric, &series, 0).await;
     op.stop();
+}
+
+/// Wait until exactly `n` samples of `name` carry every label given.
+async fn wait_series(op: &Operator, name: &str, labels: &[&str], n: usize) {
+    let start = std::time::Instant::now();
+    loop {
+        let text = op.metrics_text().await;
+        let found = text
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .filter(|l| labels.iter().all(|want| l.contains(want)))
+            .count();
+        if found == n {
+            return;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{name}{labels:?}: {found} series, want {n}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Issue 10, finding 4: a bundle name that names someone else's ConfigMap, or another

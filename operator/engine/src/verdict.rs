@@ -117,6 +117,11 @@ pub(crate) fn node(kind: &str, id: impl std::fmt::Display) -> String {
 }
 
 impl<'e> Evaluator<'e> {
+    /// The instant this evaluator judges expiries against.
+    pub fn now(&self) -> jiff::Timestamp {
+        self.now
+    }
+
     pub fn engine(&self) -> &'e Engine {
         self.engine
     }

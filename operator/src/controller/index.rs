@@ -87,6 +87,9 @@ pub(super) struct Index {
     pub ns_cost: BTreeMap<String, Duration>,
     /// Expected exceptions expiring up to this instant have been re-evaluated.
     expiry_seen: jiff::Timestamp,
+    /// The `mcpgov_exception_expiry_timestamp_seconds` series exported per Grant, so
+    /// those of a removed exception or Grant are removed too.
+    pub expiry_series: BTreeMap<ObjKey, BTreeSet<super::expiry::Series>>,
 }
 
 /// The longest the first full pass waits for first crawls.
@@ -136,6 +139,7 @@ impl Index {
             crawled: BTreeSet::new(),
             ns_cost: BTreeMap::new(),
             expiry_seen: jiff::Timestamp::now(),
+            expiry_series: BTreeMap::new(),
         }
     }
 
@@ -367,6 +371,20 @@ impl Index {
         }
     }
 
+    /// Export `series` for the Grant `key`, removing the ones it exported before and no
+    /// longer has.
+    pub fn set_expiry_series(
+        &mut self,
+        key: &ObjKey,
+        series: &BTreeMap<super::expiry::Series, f64>,
+    ) {
+        let before = self.expiry_series.remove(key).unwrap_or_default();
+        let now = self.metrics.export_expiries(&before, series);
+        if !now.is_empty() {
+            self.expiry_series.insert(key.clone(), now);
+        }
+    }
+
     fn keys(&self, kind: Watched) -> Vec<ObjKey> {
         match kind {
             Watched::MCPServer => self.servers.keys().cloned().collect(),
@@ -443,7 +461,10 @@ impl Index {
                     .remove_label_values(&[key.namespace.as_str(), key.name.as_str()]);
                 self.policies.remove(key).map(|_| Kind::Policy)
             }
-            Watched::Grant => self.grants.remove(key).map(|_| Kind::Grant),
+            Watched::Grant => {
+                self.set_expiry_series(key, &BTreeMap::new());
+                self.grants.remove(key).map(|_| Kind::Grant)
+            }
             Watched::ConfigMap => {
                 // Someone removed a bundle: its agent republishes it.
                 if let Some(cm) = self.configmaps.remove(key)

@@ -1,11 +1,13 @@
 //! Prometheus metrics, one `mcpgov_` prefix. Known series are created at start so they
 //! read 0 before the first event.
 
+use super::expiry::Series;
 use prometheus::core::Collector;
 use prometheus::{
-    Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    GaugeVec, Histogram, HistogramOpts, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
+use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone)]
 pub struct Metrics {
@@ -46,6 +48,9 @@ pub struct Metrics {
     /// Names of every registered family, read from the descriptors (a vector with no
     /// series yet is absent from a scrape but still exported).
     pub families: Vec<String>,
+    /// Unix time an expected exception expires, per exception with an `expires` (labels:
+    /// `expiry::LABELS`; series bounded as `expiry` explains).
+    pub exception_expiry: GaugeVec,
 }
 
 fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
@@ -202,6 +207,14 @@ impl Metrics {
         );
         let graph_nodes = gauge_vec("mcpgov_graph_nodes", "Graph nodes by kind", &["kind"]);
         let graph_edges = gauge_vec("mcpgov_graph_edges", "Graph edges by kind", &["kind"]);
+        let exception_expiry = GaugeVec::new(
+            Opts::new(
+                "mcpgov_exception_expiry_timestamp_seconds",
+                "Unix time an expected exception of a Grant expires (index: its position in spec.expectedExceptions)",
+            ),
+            &super::expiry::LABELS,
+        )
+        .expect("valid metric");
         for k in ["Grant", "Policy", "DataAccess"] {
             drift.with_label_values(&[k]);
         }
@@ -261,6 +274,7 @@ impl Metrics {
             Box::new(drift.clone()),
             Box::new(graph_nodes.clone()),
             Box::new(graph_edges.clone()),
+            Box::new(exception_expiry.clone()),
         ] {
             families.extend(c.desc().iter().map(|d| d.fq_name.clone()));
             registry.register(c).expect("unique metric");
@@ -301,6 +315,7 @@ impl Metrics {
             drift,
             graph_nodes,
             graph_edges,
+            exception_expiry,
         }
     }
 
@@ -323,6 +338,24 @@ impl Metrics {
             .set(o.result.is_err() as i64);
     }
 
+    /// Export one Grant's exception expiry series, removing those of `before` it no
+    /// longer has; returns the series exported now.
+    pub fn export_expiries(
+        &self,
+        before: &BTreeSet<Series>,
+        series: &BTreeMap<Series, f64>,
+    ) -> BTreeSet<Series> {
+        let m = &self.exception_expiry;
+        for s in super::expiry::stale(before, series) {
+            let _ = m.remove_label_values(&s.each_ref().map(String::as_str));
+        }
+        for (s, v) in series {
+            m.with_label_values(&s.each_ref().map(String::as_str))
+                .set(*v);
+        }
+        series.keys().cloned().collect()
+    }
+
     pub fn render(&self) -> String {
         TextEncoder::new()
             .encode_to_string(&self.registry.gather())
@@ -339,7 +372,6 @@ impl Default for Metrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     /// Every family the operator exports, as a scrape names it (histograms also as
     /// `_bucket`, `_sum` and `_count`).
@@ -429,5 +461,44 @@ mod tests {
             names_in("sum(rate(mcpgov_x_total[5m])) / process_open_fds"),
             ["mcpgov_x_total", "process_open_fds"]
         );
+    }
+
+    fn expiry_lines(m: &Metrics) -> Vec<String> {
+        m.render()
+            .lines()
+            .filter(|l| l.starts_with("mcpgov_exception_expiry_timestamp_seconds{"))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn series(index: &str, policy: &str, v: f64) -> (Series, f64) {
+        let s = ["ns", "g", index, policy, "ops"].map(String::from);
+        (s, v)
+    }
+
+    #[test]
+    fn expiry_series_follow_the_grant_and_leave_none_stale() {
+        let m = Metrics::new();
+        let two = BTreeMap::from([series("0", "p", 1798761600.0), series("1", "q", 1.5)]);
+        let held = m.export_expiries(&BTreeSet::new(), &two);
+        assert_eq!(
+            expiry_lines(&m),
+            [
+                r#"mcpgov_exception_expiry_timestamp_seconds{grant="g",index="0",namespace="ns",owner="ops",policy="p"} 1798761600"#,
+                r#"mcpgov_exception_expiry_timestamp_seconds{grant="g",index="1",namespace="ns",owner="ops",policy="q"} 1.5"#,
+            ]
+        );
+        // The first exception removed: q moves to index 0, nothing of the old set stays.
+        let one = BTreeMap::from([series("0", "q", 1.5)]);
+        let held = m.export_expiries(&held, &one);
+        assert_eq!(
+            expiry_lines(&m),
+            [
+                r#"mcpgov_exception_expiry_timestamp_seconds{grant="g",index="0",namespace="ns",owner="ops",policy="q"} 1.5"#
+            ]
+        );
+        // The Grant gone.
+        assert!(m.export_expiries(&held, &BTreeMap::new()).is_empty());
+        assert!(expiry_lines(&m).is_empty());
     }
 }

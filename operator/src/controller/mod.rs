@@ -7,6 +7,7 @@ pub mod catalog_status;
 pub mod conditions;
 pub mod crawl;
 pub mod events;
+pub mod expiry;
 mod http;
 mod index;
 pub mod leader;

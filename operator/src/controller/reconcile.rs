@@ -483,7 +483,9 @@ impl Index {
         let Some(grant) = self.grants.get(key).cloned() else {
             return;
         };
-        let (mut desired, conds) = status::grant(ev, key);
+        let expiries = super::expiry::of_grant(&grant.spec);
+        self.set_expiry_series(key, &super::expiry::series(key, &expiries));
+        let (mut desired, conds) = status::grant(ev, key, &expiries);
         let current = grant.status.clone().unwrap_or_default();
         desired.conditions = finish(&current.conditions, conds, grant.metadata.generation);
         desired.observed_generation = grant.metadata.generation;

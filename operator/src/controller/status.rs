@@ -120,8 +120,13 @@ pub fn agent(eval: &AgentEvaluation, bundle: &BundleOutcome) -> (AgentStatus, Ve
     (status, conds)
 }
 
-/// Grant status: resolved tool count and every reference that did not resolve cleanly.
-pub fn grant(ev: &Evaluator, key: &ObjKey) -> (GrantStatus, Vec<Desired>) {
+/// Grant status: resolved tool count, every reference that did not resolve cleanly, and
+/// the expected exceptions that expire (judged at the evaluator's instant).
+pub fn grant(
+    ev: &Evaluator,
+    key: &ObjKey,
+    expiries: &[super::expiry::Expiry],
+) -> (GrantStatus, Vec<Desired>) {
     let refs = ev.refs_of_grant(key);
     let mut tools = BTreeSet::new();
     let mut unresolved = Vec::new();
@@ -198,6 +203,7 @@ pub fn grant(ev: &Evaluator, key: &ObjKey) -> (GrantStatus, Vec<Desired>) {
             observed_generation: None,
             resolved_tools: count(tools.len()),
             unresolved,
+            exception_expiries: super::expiry::status(expiries, ev.now()),
         },
         conds,
     )
@@ -286,4 +292,57 @@ pub fn server(ev: &Evaluator, key: &ObjKey, crawled: bool) -> (MCPServerStatus, 
         },
         conds,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::Grant;
+    use crate::crd::grant::ExpectedException;
+    use mcpgov_engine::{Engine, EngineConfig, Object};
+
+    #[test]
+    fn grant_status_shows_expiries_as_of_the_evaluation_instant() {
+        let mut g = Grant::new(
+            "notes",
+            crate::crd::GrantSpec {
+                agent: "a".into(),
+                tools: vec!["s::t".into()],
+                expected_exceptions: vec![ExpectedException {
+                    policy: "p".into(),
+                    tool: None,
+                    resource: None,
+                    reason: "until the review".into(),
+                    owner: None,
+                    expires: Some("2027-01-01T00:00:00Z".into()),
+                }],
+                provenance: Default::default(),
+            },
+        );
+        g.metadata.namespace = Some("team".into());
+        let mut engine = Engine::new(EngineConfig {
+            governance_namespace: "gov".into(),
+        });
+        engine.apply(Object::Grant(g.to_engine("")));
+        let key = ObjKey::new("team", "notes");
+        let expiries = super::super::expiry::of_grant(&g.spec);
+        let at = |t: &str| {
+            let ev = engine.evaluator(t.parse().unwrap());
+            let (st, _) = grant(&ev, &key, &expiries);
+            st.exception_expiries
+                .iter()
+                .map(|e| (e.index, e.policy.clone(), e.expires.clone(), e.expired))
+                .collect::<Vec<_>>()
+        };
+        let entry = |expired| {
+            vec![(
+                0,
+                "p".to_string(),
+                "2027-01-01T00:00:00Z".to_string(),
+                expired,
+            )]
+        };
+        assert_eq!(at("2026-12-31T23:59:59Z"), entry(false));
+        assert_eq!(at("2027-01-01T00:00:00Z"), entry(true));
+    }
 }

@@ -106,6 +106,21 @@ pub struct UnresolvedRef {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+/// An expected exception that has an expiry, as the operator last evaluated it.
+pub struct ExceptionExpiry {
+    /// Position in `spec.expectedExceptions` (the `index` label of
+    /// `mcpgov_exception_expiry_timestamp_seconds`).
+    pub index: i64,
+    /// The Policy the exception names, as written.
+    pub policy: String,
+    /// The instant it stops counting (RFC 3339, UTC).
+    pub expires: String,
+    /// True from `expires` on: the exception excuses nothing any more.
+    pub expired: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 /// Written by the operator: how the Grant's references resolved.
 pub struct GrantStatus {
     /// Ready, Resolved (False while any reference is unresolved), Reconciling and Stalled.
@@ -122,4 +137,9 @@ pub struct GrantStatus {
     /// break tenancy.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<UnresolvedRef>,
+    /// Expected exceptions with an `expires`, soonest first (expired ones included, at
+    /// most 20; the metric `mcpgov_exception_expiry_timestamp_seconds` has every one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub exception_expiries: Vec<ExceptionExpiry>,
 }
