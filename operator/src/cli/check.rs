@@ -43,7 +43,7 @@ struct Report<'a> {
     summary: Summary,
 }
 
-fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
+pub(crate) fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
     match fail_on {
         FailOn::Violation => kind == FindingKind::Violation,
         FailOn::Drift => kind == FindingKind::Drift,
