@@ -214,7 +214,10 @@ fn dot_str(lines: &[String]) -> String {
 pub fn dot(g: &Graph) -> String {
     let mut out = String::from("digraph mcpgov {\n");
     out.push_str("  rankdir=LR;\n  labelloc=t;\n");
-    out.push_str(&format!("  label={};\n", dot_str(std::slice::from_ref(&g.title))));
+    out.push_str(&format!(
+        "  label={};\n",
+        dot_str(std::slice::from_ref(&g.title))
+    ));
     out.push_str(
         "  node [fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n",
     );
