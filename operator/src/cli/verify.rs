@@ -23,6 +23,13 @@ pub fn verify(live: &Live, key: &ObjKey, fresh: &Bundle) -> Result<(), Failure> 
         )));
     }
     let name = config_map_name(agent);
+    // The schema admits DNS names only; checked again here, as it becomes a URL path.
+    if !crate::validate::is_dns1123_subdomain(&name) {
+        return Err(Failure::Input(format!(
+            "Agent {key}: bundle ConfigMap name {} is not a valid object name",
+            text::quote(&name, 80)
+        )));
+    }
     let cm_key = format!("{}/{}", key.namespace, text::escape(&name));
     let cm = live
         .runtime
