@@ -323,7 +323,7 @@ async fn why_check_access_and_bundle_verify_through_kubectl() {
         "{report}"
     );
     assert!(
-        report.contains("].decision: published \"\\\"eligible\\\"\", fresh \"\\\"rejected\\\"\""),
+        report.contains(r#"].decision: published "eligible", fresh "rejected""#),
         "{report}"
     );
     assert!(err(&failed).contains("difference(s)"), "{}", err(&failed));

@@ -142,7 +142,8 @@ pub fn compare(
 fn show(v: Option<&Value>) -> String {
     match v {
         None => "(absent)".to_string(),
-        Some(v) => text::quote(&v.to_string(), 80),
+        // JSON text: its strings are quoted and escaped already.
+        Some(v) => text::escape(&text::truncate(&v.to_string(), 80)).into_owned(),
     }
 }
 
@@ -230,7 +231,7 @@ mod tests {
         assert!(d[1].starts_with(&published), "{d:#?}");
         assert_eq!(
             d[2],
-            r#"tools[0].decision: published "\"Allow\"", fresh "\"Deny\"""#
+            r#"tools[0].decision: published "Allow", fresh "Deny""#
         );
     }
 
