@@ -518,3 +518,47 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{user}"}}]
         err(&refused)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lists_are_paged_and_bounded() {
+    let client = client().await;
+    let ns = namespace(&client, "paging").await;
+    let dir = PluginDir::new(&ns);
+    quickstart(&client, &ns, &dir).await;
+    // 250 more Agents, each granted publish_note: more than two pages of 100.
+    let mut many = String::new();
+    for i in 0..250 {
+        many.push_str(&format!(
+            "---\napiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {{name: bot-{i}}}\nspec: {{profile: Strict}}\n\
+             ---\napiVersion: mcpgov.io/v1alpha1\nkind: Grant\nmetadata: {{name: bot-{i}}}\n\
+             spec: {{agent: bot-{i}, tools: [\"policy-gateway::publish_note\"]}}\n"
+        ));
+    }
+    apply(&client, &ns, &many).await.expect("agents apply");
+    let base = ["-n", ns.as_str(), "--governance-namespace", ns.as_str()];
+    let run = |extra: &[&str]| dir.kubectl_mcpgov(&[extra, &base[..]].concat());
+    let report: Value = serde_json::from_str(&ok(&run(&["check", "-o", "json"]))).unwrap();
+    // Every agent of every page: 251 violations.
+    assert_eq!(
+        report["summary"]["violations"], 251,
+        "{}",
+        report["summary"]
+    );
+
+    // Over the object bound: refused, not truncated.
+    let refused = run(&["check", "--max-objects", "300"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        err(&refused).contains("more than --max-objects (300) objects; refusing"),
+        "{}",
+        err(&refused)
+    );
+    // Over the response bound: refused while reading the body.
+    let refused = run(&["check", "--max-response-size", "4Ki"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        err(&refused).contains("response larger than --max-response-size (4096 bytes (4 KiB))"),
+        "{}",
+        err(&refused)
+    );
+}

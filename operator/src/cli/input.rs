@@ -9,7 +9,7 @@ use crate::validate::is_dns1123_label;
 use clap::Args;
 use mcpgov_engine::{Engine, EngineConfig, ObjKey, Object};
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Clone, Debug)]
 pub struct InputArgs {
@@ -279,8 +279,11 @@ impl InputArgs {
         let config = EngineConfig {
             governance_namespace: self.governance_namespace.clone(),
         };
+        // Objects read from the cluster have no file: SARIF then gives their logical
+        // location (`Kind ns/name`) only.
         let origins = objects
             .iter()
+            .filter(|(_, l)| l.file != Path::new(super::live::CLUSTER_ORIGIN))
             .map(|((kind, key), l)| {
                 let origin = Origin {
                     file: l.file.clone(),
