@@ -562,3 +562,200 @@ async fn lists_are_paged_and_bounded() {
         err(&refused)
     );
 }
+
+/// A tool shared into the namespace asked about from another one: the plugin finds the
+/// server through a cluster-wide list and reads the Policies of its namespace; a user
+/// who may not is told which part was not seen, or refused.
+#[tokio::test(flavor = "multi_thread")]
+async fn servers_shared_from_another_namespace_count_with_their_policies() {
+    let client = client().await;
+    let team = namespace(&client, "team").await;
+    let shared = namespace(&client, "shared").await;
+    let dir = PluginDir::new(&team);
+    apply(
+        &client,
+        &shared,
+        &format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: search}}
+spec:
+  endpoint: {{url: "http://search.{shared}.svc:8080/mcp"}}
+  sharing: {{namespaces: [{team}]}}
+  dataAccess: [{{tool: web_search, resource: "https://*/**", mode: Reads, provenance: {{evidence: "S-1"}}}}]
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {{name: no-web}}
+spec: {{effect: Deny, governs: {{resources: [{{uri: "https://*/**", provenance: {{evidence: "P-1"}}}}]}}}}
+"#
+        ),
+    )
+    .await
+    .expect("shared estate applies");
+    std::fs::write(
+        dir.path("catalog.yaml"),
+        format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: search, namespace: {shared}}}
+spec: {{endpoint: {{url: "http://search.{shared}.svc:8080/mcp"}}}}
+status:
+  lastSuccessfulCrawlTime: "2026-11-01T00:00:00Z"
+  tools: [{{name: web_search, contractDigest: "sha256:aa"}}]
+"#
+        ),
+    )
+    .unwrap();
+    mcpgov::catalog::apply(&[dir.path("catalog.yaml")], &shared)
+        .await
+        .expect("catalog applies");
+    apply(
+        &client,
+        &team,
+        r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: bot}
+spec: {profile: Strict}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: bot}
+spec: {agent: bot, tools: ["web_search"]}
+"#,
+    )
+    .await
+    .expect("team estate applies");
+    let why = |extra: &[&str]| {
+        let base = [
+            "why",
+            "bot",
+            "web_search",
+            "-n",
+            team.as_str(),
+            "--governance-namespace",
+            team.as_str(),
+        ];
+        dir.kubectl_mcpgov(&[&base[..], extra].concat())
+    };
+
+    // With the rights to see it: the shared server's tool, governed by its Policy.
+    let answer = ok(&why(&[]));
+    assert!(
+        answer.starts_with(&format!(
+            "DENY: agent {team}/bot -> tool {shared}/search::web_search\n"
+        )),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(&format!("GOVERNED_BY Policy {shared}/no-web")),
+        "{answer}"
+    );
+
+    // A user of the team namespace only: the shared server is not seen, and stderr
+    // says so (servers named by bare name or glob need the cluster-wide list).
+    let user = format!("dev-{team}");
+    let rbac = |kind: &str, scope: &str| {
+        let (role, binding) = if kind == "Cluster" {
+            ("ClusterRole", "ClusterRoleBinding")
+        } else {
+            ("Role", "RoleBinding")
+        };
+        format!(
+            r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: {role}
+metadata: {{name: {scope}}}
+rules: [{{apiGroups: [mcpgov.io], resources: [{resources}], verbs: [get, list]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: {binding}
+metadata: {{name: {scope}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: {role}, name: {scope}}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{user}"}}]
+"#,
+            resources = if kind == "Cluster" {
+                "mcpservers"
+            } else {
+                "mcpservers, agents, policies, grants"
+            }
+        )
+    };
+    apply(&client, &team, &rbac("", "mcpgov-dev"))
+        .await
+        .expect("role applies");
+    let as_user = ["--as", user.as_str()];
+    let mut limited = why(&as_user);
+    for _ in 0..50 {
+        if limited.status.success() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        limited = why(&as_user);
+    }
+    assert!(
+        ok(&limited).starts_with("TOOL_NOT_FOUND: "),
+        "{}",
+        out(&limited)
+    );
+    assert!(
+        err(&limited).contains(&format!(
+            "cannot list MCPServers in all namespaces: servers other namespaces share with {team} by bare name or glob are not seen"
+        )),
+        "{}",
+        err(&limited)
+    );
+
+    // Allowed to list servers cluster-wide but not the sharing namespace's Policies:
+    // refused, since the answer would miss the Policy that governs the shared tool.
+    let cluster_role = format!("mcpgov-servers-{team}");
+    let cluster = rbac("Cluster", &cluster_role);
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&cluster).unwrap();
+    for doc in docs {
+        let api = kube::Api::<kube::api::DynamicObject>::all_with(
+            client.clone(),
+            &kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+                "rbac.authorization.k8s.io",
+                "v1",
+                doc["kind"].as_str().unwrap(),
+            )),
+        );
+        api.patch(
+            doc["metadata"]["name"].as_str().unwrap(),
+            &PatchParams::apply("e2e").force(),
+            &Patch::Apply(&doc),
+        )
+        .await
+        .expect("cluster RBAC applies");
+    }
+    let mut refused = why(&as_user);
+    for _ in 0..50 {
+        if refused.status.code() == Some(2) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        refused = why(&as_user);
+    }
+    assert_eq!(refused.status.code(), Some(2), "{}", out(&refused));
+    assert!(
+        err(&refused).contains(&format!(
+            "cannot list policies in namespace {shared}: forbidden"
+        )),
+        "{}",
+        err(&refused)
+    );
+    for kind in ["ClusterRoleBinding", "ClusterRole"] {
+        let api = kube::Api::<kube::api::DynamicObject>::all_with(
+            client.clone(),
+            &kube::core::ApiResource::from_gvk(&kube::core::GroupVersionKind::gvk(
+                "rbac.authorization.k8s.io",
+                "v1",
+                kind,
+            )),
+        );
+        let _ = api.delete(&cluster_role, &Default::default()).await;
+    }
+}
