@@ -517,6 +517,36 @@ subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{user}"}}]
         "{}",
         err(&refused)
     );
+
+    // Credentials the API server does not accept: said as such, not as "forbidden".
+    let bad = dir.path("bad-kubeconfig");
+    std::fs::write(
+        &bad,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: bad\n\
+             clusters: [{{name: e2e, cluster: {{server: \"{}\", certificate-authority: \"{}\"}}}}]\n\
+             users: [{{name: bad, user: {{token: not-a-token}}}}]\n\
+             contexts: [{{name: bad, context: {{cluster: e2e, user: bad, namespace: {ns}}}}}]\n",
+            std::env::var("MCPGOV_APISERVER_URL").unwrap(),
+            std::env::var("MCPGOV_CA_FILE").unwrap(),
+        ),
+    )
+    .unwrap();
+    let refused = dir.kubectl_mcpgov(&[
+        "check",
+        "--kubeconfig",
+        bad.to_str().unwrap(),
+        "--governance-namespace",
+        &ns,
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        err(&refused).contains(&format!(
+            "cannot list mcpservers in namespace {ns}: unauthorized: the API server did not accept"
+        )),
+        "{}",
+        err(&refused)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

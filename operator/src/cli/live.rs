@@ -77,6 +77,13 @@ const PAGE: u32 = 100;
 /// An error body is a `Status`: a few hundred bytes. Anything longer is cut.
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
+/// Pages one list may take. The API server fills every page but the last, so an
+/// estate within `max_objects` needs `max_objects / PAGE + 1`; the slack allows short
+/// pages, and the cap stops a server that hands out continue tokens forever.
+fn max_pages(max_objects: usize) -> usize {
+    (max_objects / PAGE as usize + 1) * 4 + 16
+}
+
 /// The four kinds: kind, plural.
 pub const KINDS: [(&str, &str); 4] = [
     ("MCPServer", "mcpservers"),
@@ -95,7 +102,7 @@ pub struct Cluster {
 /// Why a request failed.
 #[derive(Debug)]
 pub enum ApiError {
-    /// 401 or 403: the caller's credentials do not allow it.
+    /// 403: the caller's rights do not allow it.
     Forbidden(String),
     NotFound,
     Other(String),
@@ -203,7 +210,12 @@ impl Cluster {
                     .and_then(|v| v.get("message").and_then(Value::as_str).map(String::from))
                     .unwrap_or_else(|| format!("HTTP {}", status.as_u16()));
                 return Err(match status.as_u16() {
-                    401 | 403 => ApiError::Forbidden(message),
+                    // Not a question of rights: the credentials themselves were refused.
+                    401 => ApiError::Other(format!(
+                        "unauthorized: the API server did not accept the kubeconfig's \
+                         credentials ({message})"
+                    )),
+                    403 => ApiError::Forbidden(message),
                     404 => ApiError::NotFound,
                     _ => ApiError::Other(message),
                 });
@@ -242,7 +254,7 @@ impl Cluster {
         let req = kube::core::Request::new(list_path(plural(kind), ns));
         let mut out = Vec::new();
         let mut token: Option<String> = None;
-        loop {
+        for _ in 0..max_pages(self.args.max_objects) {
             let mut lp = ListParams::default().limit(PAGE);
             if let Some(t) = &token {
                 lp = lp.continue_token(t);
@@ -276,6 +288,10 @@ impl Cluster {
                 return Ok(out);
             }
         }
+        Err(ApiError::Other(format!(
+            "the list did not end within {} pages; refusing",
+            max_pages(self.args.max_objects)
+        )))
     }
 
     /// One ConfigMap, or `None` when it does not exist.
