@@ -321,6 +321,106 @@ pub fn mermaid(g: &Graph) -> String {
 mod tests {
     use super::*;
 
+    /// The verdict for (agent, tool) over a small estate: `fs::read` reads two
+    /// resources under one Deny Policy; `writer` is granted it, `idle` is not.
+    fn verdict(agent: &str, tool: &str) -> AccessVerdict {
+        let yaml = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: fs, namespace: t}
+spec:
+  endpoint: {url: "http://fs.t.svc/mcp"}
+  dataAccess:
+    - {tool: read, resource: "file:///a/x", mode: Reads, provenance: {evidence: "E1"}}
+    - {tool: read, resource: "file:///a/y", mode: Reads, provenance: {evidence: "E2"}}
+status:
+  lastSuccessfulCrawlTime: "2026-11-01T00:00:00Z"
+  tools: [{name: read, contractDigest: "sha256:aa"}]
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: deny-a, namespace: t}
+spec: {effect: Deny, governs: {resources: [{uri: "file:///a/**"}]}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: writer, namespace: t}
+spec: {}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: idle, namespace: t}
+spec: {}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: g, namespace: t}
+spec: {agent: writer, tools: ["fs::read"]}
+"#;
+        let load = crate::manifest::load_str(yaml, std::path::Path::new("t.yaml")).unwrap();
+        let engine = mcpgov_engine::Engine::from_snapshot(
+            mcpgov_engine::EngineConfig {
+                governance_namespace: "mcpgov-system".into(),
+            },
+            load.objects.iter().map(|l| l.resource.to_engine("t")),
+        );
+        let eval = engine.evaluator("2026-11-29T00:00:00Z".parse().unwrap());
+        eval.check_access(&mcpgov_engine::ObjKey::new("t", agent), tool)
+    }
+
+    #[test]
+    fn two_paths_share_their_hops_and_keep_their_own() {
+        let g = of_verdict(&verdict("writer", "fs::read"));
+        let names: Vec<&str> = g.nodes.iter().map(|n| n.name.as_str()).collect();
+        // One agent, one tool, two resources, one Policy: shared nodes drawn once.
+        assert_eq!(
+            names,
+            [
+                "t/writer",
+                "t/fs::read",
+                "file:///a/x",
+                "t/deny-a",
+                "file:///a/y"
+            ]
+        );
+        let edges: Vec<(usize, usize, &str, Style)> = g
+            .edges
+            .iter()
+            .map(|e| (e.from, e.to, e.label[0].as_str(), e.style))
+            .collect();
+        assert_eq!(
+            edges,
+            [
+                (0, 1, "CAN_CALL", Style::Violation),
+                (1, 2, "READS", Style::Violation),
+                (2, 3, "GOVERNED_BY", Style::Violation),
+                (1, 4, "READS", Style::Violation),
+                (4, 3, "GOVERNED_BY", Style::Violation),
+            ]
+        );
+        assert_eq!(g.edges[1].label[1], "evidence E1");
+        assert_eq!(g.edges[3].label[1], "evidence E2");
+        assert_eq!(g.edges[0].label[1], "Grant t/g");
+    }
+
+    #[test]
+    fn a_tool_not_granted_shows_what_it_would_cross_dotted() {
+        let v = verdict("idle", "fs::read");
+        assert_eq!(v.verdict, VerdictKind::NotGranted);
+        let g = of_verdict(&v);
+        assert_eq!(g.title, "t/idle -> t/fs::read: NOT_GRANTED");
+        assert_eq!(g.edges[0].label, ["CAN_CALL", "not granted"]);
+        assert_eq!(g.edges[0].style, Style::NotGranted);
+        assert!(mermaid(&g).contains("n0 -.->|"), "{}", mermaid(&g));
+        assert!(dot(&g).contains("style=dotted"), "{}", dot(&g));
+        // No such agent or tool: the agent alone, and the title says why.
+        let g = of_verdict(&verdict("nobody", "fs::read"));
+        assert_eq!((g.nodes.len(), g.edges.len()), (1, 0));
+        assert!(g.title.ends_with("AGENT_NOT_FOUND"));
+        let g = of_verdict(&verdict("writer", "nope"));
+        assert!(g.title.ends_with("TOOL_NOT_FOUND"));
+    }
+
     fn hostile() -> Graph {
         Graph {
             title: "t".into(),
