@@ -77,7 +77,7 @@ impl Warning {
     }
 }
 
-fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
+pub(crate) fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
     match fail_on {
         FailOn::Violation => kind == FindingKind::Violation,
         FailOn::Drift => kind == FindingKind::Drift,

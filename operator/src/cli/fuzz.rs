@@ -35,12 +35,13 @@ fn check_file(path: &Path) -> bool {
     let args = InputArgs {
         paths: vec![path.to_path_buf()],
         catalog: Vec::new(),
-        namespace: "default".into(),
+        namespace: Some("default".into()),
         governance_namespace: "mcpgov-system".into(),
         now: Some("2026-11-29T00:00:00Z".into()),
         read: ReadArgs {
             max_file_size: DEFAULT_MAX_FILE_BYTES,
         },
+        live: Default::default(),
     };
     let outcome = args.load().and_then(|input| check::findings(&input));
     match outcome {

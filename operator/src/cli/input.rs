@@ -2,6 +2,7 @@
 //! What the loader skipped is said on stderr; what it refused is a `Failure::Input`.
 
 use super::Failure;
+use super::live::{Cluster, LiveArgs};
 use crate::manifest::{
     Load, Loaded, Lookalike, ReadLimits, Resource, is_stdin, load_paths, parse_size,
 };
@@ -9,24 +10,26 @@ use crate::text;
 use crate::validate::is_dns1123_label;
 use clap::Args;
 use mcpgov_engine::{Engine, EngineConfig, ObjKey, Object};
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Clone, Debug)]
 pub struct InputArgs {
     /// Manifest files or directories (YAML, multi-document, `kind: List`); repeat the
     /// flag or separate with commas; `-` reads standard input (`./-` is a file named
-    /// `-`). Positional arguments go before `-f`.
-    #[arg(short = 'f', long = "filename", required = true, num_args = 1.., value_delimiter = ',')]
+    /// `-`). Positional arguments go before `-f`. Without -f, give --live (the default
+    /// under `kubectl mcpgov`).
+    #[arg(short = 'f', long = "filename", num_args = 1.., value_delimiter = ',')]
     pub paths: Vec<PathBuf>,
     /// MCPServer objects with status (as `kubectl get mcpservers.mcpgov.io -A -o yaml`
     /// prints),
     /// read as the crawled catalog.
     #[arg(long)]
     pub catalog: Vec<PathBuf>,
-    /// Namespace of objects that name none.
-    #[arg(short = 'n', long, default_value = "default", env = "MCPGOV_NAMESPACE")]
-    pub namespace: String,
+    /// Files: the namespace of objects that name none (default "default"). Live: the
+    /// namespace to read (default: the kubeconfig context's).
+    #[arg(short = 'n', long, env = "MCPGOV_NAMESPACE")]
+    pub namespace: Option<String>,
     /// Policies in this namespace govern every namespace.
     #[arg(
         long,
@@ -39,6 +42,8 @@ pub struct InputArgs {
     pub now: Option<String>,
     #[command(flatten)]
     pub read: ReadArgs,
+    #[command(flatten)]
+    pub live: LiveArgs,
 }
 
 /// How input files are read (shared by every command that reads manifests).
@@ -76,7 +81,21 @@ pub struct Input {
     pub origins: BTreeMap<String, Origin>,
     /// Objects of our kinds from other API groups, skipped (already said on stderr).
     pub lookalikes: Vec<Lookalike>,
+    /// The namespace names without one are read in (`-n`, or the context's).
+    pub namespace: String,
+    /// The cluster, when the input was read from it.
+    pub live: Option<Live>,
 }
+
+/// A live read: the connection (for follow-up requests) and the Agents as listed.
+pub struct Live {
+    pub runtime: tokio::runtime::Runtime,
+    pub cluster: Cluster,
+    pub agents: BTreeMap<ObjKey, crate::crd::Agent>,
+}
+
+/// Objects by kind and key, as the engine will hold them.
+pub type Objects = BTreeMap<(&'static str, ObjKey), Loaded>;
 
 /// The file an object was read from (as given, or `<stdin>`) and its document's line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +104,7 @@ pub struct Origin {
     pub line: Option<usize>,
 }
 
-fn kind_and_key(l: &Loaded, default_ns: &str) -> (&'static str, ObjKey) {
+pub fn kind_and_key(l: &Loaded, default_ns: &str) -> (&'static str, ObjKey) {
     let o = l.resource.to_engine(default_ns);
     let kind = match o {
         Object::Server(_) => "MCPServer",
@@ -97,30 +116,116 @@ fn kind_and_key(l: &Loaded, default_ns: &str) -> (&'static str, ObjKey) {
 }
 
 impl InputArgs {
-    pub fn load(&self) -> Result<Input, Failure> {
-        let now = match &self.now {
-            None => jiff::Timestamp::now(),
+    /// Whether the estate comes from the cluster: `--live`, or no -f under `kubectl
+    /// mcpgov`. Plain `mcpgov` never reaches for a cluster unasked: a CI job that lost
+    /// its -f must fail, not pass on whatever cluster its kubeconfig names.
+    pub fn is_live(&self) -> bool {
+        self.live.live || (self.paths.is_empty() && super::plugin_mode())
+    }
+
+    fn now(&self) -> Result<jiff::Timestamp, Failure> {
+        match &self.now {
+            None => Ok(jiff::Timestamp::now()),
             Some(t) => t
                 .parse()
-                .map_err(|e| Failure::Input(format!("--now {t:?}: {e}")))?,
-        };
-        for (flag, ns) in [
-            ("--namespace", &self.namespace),
-            ("--governance-namespace", &self.governance_namespace),
-        ] {
-            if !is_dns1123_label(ns) {
-                return Err(Failure::Input(format!(
-                    "{flag} {}: not a valid namespace (a DNS-1123 label)",
-                    text::quote(ns, 80)
-                )));
-            }
+                .map_err(|e| Failure::Input(format!("--now {t:?}: {e}"))),
         }
+    }
+
+    fn check_namespace(flag: &str, ns: &str) -> Result<(), Failure> {
+        if is_dns1123_label(ns) {
+            return Ok(());
+        }
+        Err(Failure::Input(format!(
+            "{flag} {}: not a valid namespace (a DNS-1123 label)",
+            text::quote(ns, 80)
+        )))
+    }
+
+    pub fn load(&self) -> Result<Input, Failure> {
+        let now = self.now()?;
+        if self.is_live() {
+            if !self.paths.is_empty() || !self.catalog.is_empty() {
+                return Err(Failure::Input(
+                    "--live reads the cluster, -f and --catalog read files: give one or the other \
+                     (`what-if` overlays files on the cluster)"
+                        .into(),
+                ));
+            }
+            let (live, ns, objects) = self.read_live(&BTreeSet::new())?;
+            return Ok(self.build(objects, Vec::new(), ns, now, Some(live)));
+        }
+        if self.paths.is_empty() {
+            return Err(Failure::Input(
+                "no input: give manifests with -f FILE (or `-f -`), or --live to read the \
+                 cluster in your kubeconfig"
+                    .into(),
+            ));
+        }
+        if self.live.all_namespaces {
+            return Err(Failure::Input(
+                "-A reads every namespace of the cluster: it needs --live".into(),
+            ));
+        }
+        let ns = self.namespace.clone().unwrap_or_else(|| "default".into());
+        let (objects, lookalikes) = self.read_files(&ns)?;
+        Ok(self.build(objects, lookalikes, ns, now, None))
+    }
+
+    /// Connect as the kubeconfig says and read the estate: namespace `-n` (or the
+    /// context's) and `extra` whole, or every namespace with -A.
+    pub fn read_live(&self, extra: &BTreeSet<String>) -> Result<(Live, String, Objects), Failure> {
+        let (runtime, cluster, ns) = self.connect()?;
+        let objects = self.read_cluster(&runtime, &cluster, &ns, extra)?;
+        let agents = agents_of(&objects);
+        let live = Live {
+            runtime,
+            cluster,
+            agents,
+        };
+        Ok((live, ns, objects))
+    }
+
+    /// The connection, and the namespace to read (`-n`, or the context's).
+    pub fn connect(&self) -> Result<(tokio::runtime::Runtime, Cluster, String), Failure> {
+        let runtime = super::operator::runtime()?;
+        let cluster = runtime.block_on(self.live.connect())?;
+        let ns = self
+            .namespace
+            .clone()
+            .unwrap_or_else(|| cluster.default_namespace.clone());
+        Self::check_namespace("--namespace", &ns)?;
+        Self::check_namespace("--governance-namespace", &self.governance_namespace)?;
+        Ok((runtime, cluster, ns))
+    }
+
+    pub fn read_cluster(
+        &self,
+        runtime: &tokio::runtime::Runtime,
+        cluster: &Cluster,
+        ns: &str,
+        extra: &BTreeSet<String>,
+    ) -> Result<Objects, Failure> {
+        let mut primary = extra.clone();
+        primary.insert(ns.to_string());
+        let read = runtime.block_on(cluster.read_estate(&primary, &self.governance_namespace))?;
+        let mut objects = Objects::new();
+        for l in read.objects {
+            objects.entry(kind_and_key(&l, ns)).or_insert(l);
+        }
+        Ok(objects)
+    }
+
+    /// Read -f and --catalog into objects, `ns` for those that name no namespace, and
+    /// the lookalikes skipped on the way.
+    pub fn read_files(&self, ns: &str) -> Result<(Objects, Vec<Lookalike>), Failure> {
+        Self::check_namespace("--namespace", ns)?;
+        Self::check_namespace("--governance-namespace", &self.governance_namespace)?;
         if self.paths.iter().any(|p| is_stdin(p)) && self.catalog.iter().any(|p| is_stdin(p)) {
             return Err(Failure::Input(
                 "standard input (`-`) can be read once: give it to -f or to --catalog".into(),
             ));
         }
-        let ns = self.namespace.as_str();
         let limits = self.read.limits();
         let read = |paths: &[PathBuf]| {
             load_paths(paths, limits).map_err(|e| Failure::Input(e.to_string()))
@@ -130,7 +235,7 @@ impl InputArgs {
         report_skipped(&[&main, &catalog]);
         let lookalikes = [&main.lookalikes[..], &catalog.lookalikes[..]].concat();
         let (loaded, catalog) = (main.objects, catalog.objects);
-        let mut objects: BTreeMap<(&'static str, ObjKey), Loaded> = BTreeMap::new();
+        let mut objects = Objects::new();
         for l in loaded {
             let id = kind_and_key(&l, ns);
             if let Some(prev) = objects.get_mut(&id) {
@@ -167,11 +272,26 @@ impl InputArgs {
                 }
             }
         }
+        Ok((objects, lookalikes))
+    }
+
+    /// The engine over `objects`, and where each came from.
+    pub fn build(
+        &self,
+        objects: Objects,
+        lookalikes: Vec<Lookalike>,
+        ns: String,
+        now: jiff::Timestamp,
+        live: Option<Live>,
+    ) -> Input {
         let config = EngineConfig {
             governance_namespace: self.governance_namespace.clone(),
         };
+        // Objects read from the cluster have no file: SARIF then gives their logical
+        // location (`Kind ns/name`) only.
         let origins = objects
             .iter()
+            .filter(|(_, l)| l.file != Path::new(super::live::CLUSTER_ORIGIN))
             .map(|((kind, key), l)| {
                 let origin = Origin {
                     file: l.file.clone(),
@@ -181,14 +301,31 @@ impl InputArgs {
             })
             .collect();
         let engine =
-            Engine::from_snapshot(config, objects.values().map(|l| l.resource.to_engine(ns)));
-        Ok(Input {
+            Engine::from_snapshot(config, objects.values().map(|l| l.resource.to_engine(&ns)));
+        Input {
             engine,
             now,
             origins,
             lookalikes,
-        })
+            namespace: ns,
+            live,
+        }
     }
+
+    /// The evaluation instant (`--now`, or the clock).
+    pub fn instant(&self) -> Result<jiff::Timestamp, Failure> {
+        self.now()
+    }
+}
+
+fn agents_of(objects: &Objects) -> BTreeMap<ObjKey, crate::crd::Agent> {
+    objects
+        .iter()
+        .filter_map(|((_, key), l)| match &l.resource {
+            Resource::Agent(a) => Some((key.clone(), (**a).clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Notes on stderr: a CI log should show what the gate did not look at, and why.

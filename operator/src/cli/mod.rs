@@ -1,18 +1,26 @@
-//! Command line: `mcpgov check | query | bundle | crds`. Results go to stdout,
-//! diagnostics to stderr. Exit 0 on success, 1 when a gate trips (or an agent is
-//! unknown), 2 on unreadable or invalid input.
+//! Command line: `mcpgov check | query | why | what-if | bundle | crds`. Results go
+//! to stdout, diagnostics to stderr. Exit 0 on success, 1 when a gate trips (or an
+//! agent is unknown), 2 on unreadable or invalid input. Installed as `kubectl-mcpgov`
+//! it is a kubectl plugin: it names itself `kubectl mcpgov` and reads the live cluster
+//! when no -f is given.
 
 mod check;
 #[cfg(test)]
 mod fuzz;
+mod graph;
 mod input;
+mod live;
 mod operator;
 mod query;
 mod sarif;
+mod verify;
+mod whatif;
+mod why;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
 pub use input::{InputArgs, ReadArgs};
 
@@ -33,7 +41,15 @@ enum Command {
     Check(check::CheckArgs),
     /// Ask one governance question; prints JSON.
     Query(query::QueryArgs),
-    /// Print the exact policy bundle bytes the operator publishes for AGENT.
+    /// Why AGENT may or may not call TOOL: the verdict and every evidence path.
+    Why(why::WhyArgs),
+    /// May AGENT call TOOL (JSON, or its paths as DOT or Mermaid).
+    CheckAccess(why::CheckAccessArgs),
+    /// The findings applying (or deleting) the -f manifests would add or remove, on
+    /// the live cluster, before you apply them.
+    WhatIf(whatif::WhatIfArgs),
+    /// Print the exact policy bundle bytes the operator publishes for AGENT (with
+    /// --verify: compare them with the published ConfigMap).
     Bundle(query::BundleArgs),
     /// Print the four CustomResourceDefinitions as YAML.
     Crds {
@@ -60,11 +76,51 @@ pub enum Failure {
     Gate(String),
 }
 
+/// The executable name kubectl looks for on PATH for `kubectl mcpgov`.
+pub const PLUGIN_EXECUTABLE: &str = "kubectl-mcpgov";
+
+static PLUGIN: OnceLock<bool> = OnceLock::new();
+
+/// Whether this process runs as a kubectl plugin (set once, from argv[0]).
+pub(crate) fn plugin_mode() -> bool {
+    *PLUGIN.get().unwrap_or(&false)
+}
+
+/// Whether `argv0` names the plugin executable (a path, a symlink, `.exe` on Windows).
+pub fn invoked_as_plugin(argv0: &std::ffi::OsStr) -> bool {
+    let path = std::path::Path::new(argv0);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let name = name.strip_suffix(".exe").unwrap_or(name);
+    name == PLUGIN_EXECUTABLE
+}
+
+fn command(plugin: bool) -> clap::Command {
+    let cmd = Cli::command();
+    if plugin {
+        // Usage and errors then show the command the user typed.
+        cmd.bin_name("kubectl mcpgov")
+            .display_name("kubectl mcpgov")
+    } else {
+        cmd
+    }
+}
+
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let plugin = std::env::args_os()
+        .next()
+        .is_some_and(|a| invoked_as_plugin(&a));
+    let _ = PLUGIN.set(plugin);
+    let matches = command(plugin).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Check(a) => check::run(a),
         Command::Query(a) => query::run(a),
+        Command::Why(a) => why::why(a),
+        Command::CheckAccess(a) => why::check_access(a),
+        Command::WhatIf(a) => whatif::run(a),
         Command::Bundle(a) => query::bundle(a),
         Command::Crds { reference } => {
             let text = if reference {
@@ -107,4 +163,34 @@ pub(crate) fn print_json<T: serde::Serialize>(value: &T) {
     let mut s = serde_json::to_string_pretty(value).expect("results serialise");
     s.push('\n');
     print_out(s.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_plugin_is_known_by_its_executable_name() {
+        for yes in [
+            "kubectl-mcpgov",
+            "/usr/local/bin/kubectl-mcpgov",
+            "./kubectl-mcpgov",
+            "kubectl-mcpgov.exe",
+        ] {
+            assert!(invoked_as_plugin(OsStr::new(yes)), "{yes}");
+        }
+        for no in ["mcpgov", "/bin/mcpgov", "kubectl-mcpgov-x", "kubectl", ""] {
+            assert!(!invoked_as_plugin(OsStr::new(no)), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_plugin_names_itself_as_kubectl_does() {
+        let help = command(true).render_usage().to_string();
+        assert!(help.contains("kubectl mcpgov"), "{help}");
+        let help = command(false).render_usage().to_string();
+        assert!(!help.contains("kubectl"), "{help}");
+        command(true).debug_assert();
+    }
 }

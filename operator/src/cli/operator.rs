@@ -88,7 +88,7 @@ pub enum CatalogCommand {
     },
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -101,6 +101,10 @@ pub struct BundleArgs {
     input: InputArgs,
     /// `namespace/name`, or a name when only one namespace has such an agent.
     agent: String,
+    /// Compare the bundle ConfigMap the operator published for AGENT with a fresh
+    /// compilation from the live estate; exit 1 naming what differs.
+    #[arg(long)]
+    verify: bool,
 }
 
 fn not_found(agent: &ObjKey) -> Failure {
@@ -141,8 +145,8 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
         | EligibleTools { input, .. }
         | RankFeatures { input, .. } => input,
     };
-    let ns = input.namespace.clone();
     let loaded = input.load()?;
+    let ns = loaded.namespace.clone();
     let eval = loaded.engine.evaluator(loaded.now);
     match args.question {
         CheckAccess { agent, tool, .. } => {
@@ -201,13 +205,22 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
 }
 
 pub fn bundle(args: BundleArgs) -> Result<(), Failure> {
-    let ns = args.input.namespace.clone();
+    if args.verify && !args.input.is_live() {
+        return Err(Failure::Input(
+            "--verify compares with the ConfigMap on the cluster: it needs --live (no -f)".into(),
+        ));
+    }
     let loaded = args.input.load()?;
+    let ns = loaded.namespace.clone();
     let eval = loaded.engine.evaluator(loaded.now);
     let key = existing_agent(&eval, &args.agent, &ns)?;
     let b = eval
         .bundle(&key)
         .map_err(|e| Failure::Gate(format!("error: {e}")))?;
+    if args.verify {
+        let live = loaded.live.as_ref().expect("--verify reads live");
+        return super::verify::verify(live, &key, &b);
+    }
     eprintln!("bundle {} {} ({} bytes)", key, b.sha256, b.bytes.len());
     print_out(&b.bytes);
     Ok(())
