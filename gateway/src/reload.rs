@@ -28,6 +28,10 @@ pub fn reload_now(app: &App, force: bool) {
             info!(sha = %new.sha, previous = ?old.as_ref().map(|o| o.sha.clone()), tools, servers = new.servers.len(), "bundle loaded");
             app.bundle_swapped(old.as_deref(), &new);
         }
+        Reload::Restored => {
+            app.metrics.bundle_valid.set(1);
+            info!("the bundle on disk is valid again (the one in force)");
+        }
         Reload::Kept(e) => {
             app.metrics.bundle_valid.set(0);
             app.metrics
