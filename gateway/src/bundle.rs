@@ -61,6 +61,18 @@ impl Loaded {
         v
     }
 
+    /// The servers with a tool whose `eligibleUntil` falls in `(after, until]`.
+    pub fn expiring(&self, after: Timestamp, until: Timestamp) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter(|(_, m)| {
+                m.values()
+                    .any(|p| p.eligible_until.is_some_and(|u| after < u && u <= until))
+            })
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
     /// The next instant an `eligibleUntil` passes, after `now`.
     pub fn next_expiry(&self, now: Timestamp) -> Option<(Timestamp, String)> {
         self.tools
