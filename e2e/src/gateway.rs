@@ -286,10 +286,10 @@ impl Session {
         };
         let handshake =
             serve_client_with_lifecycle(handler, transport, ClientLifecycleMode::Initialize);
-        let running = tokio::time::timeout(DEADLINE, handshake)
-            .await
-            .unwrap_or_else(|_| panic!("no initialize answer from {url} within {DEADLINE:?}"))
-            .unwrap_or_else(|e| panic!("initialize through {url}: {e}"));
+        let Ok(handshake) = tokio::time::timeout(DEADLINE, handshake).await else {
+            panic!("no initialize answer from {url} within {DEADLINE:?}")
+        };
+        let running = handshake.unwrap_or_else(|e| panic!("initialize through {url}: {e}"));
         Session {
             running,
             list_changed: rx,

@@ -643,7 +643,7 @@ async fn an_exception_expiring_flips_the_decision_at_its_instant() {
 
     // An exception that expires a few seconds ahead (whole seconds, as the bundle
     // writes them): eligible until then.
-    let until = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(8))
+    let until = (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(10))
         .round(jiff::Unit::Second)
         .unwrap();
     apply(
@@ -692,6 +692,14 @@ async fn an_exception_expiring_flips_the_decision_at_its_instant() {
         excused.sha.as_str(),
         "denied under the very bundle that allowed it: {denied}"
     );
+    assert!(
+        jiff::Timestamp::now() >= until,
+        "denied before the expiry {until}"
+    );
+    // The records, stamped as each decision is made (to the millisecond, a moment
+    // before the check itself: a little slack), flip at the expiry and not later than
+    // the next call after it.
+    let slack = jiff::SignedDuration::from_millis(50);
     let calls: Vec<(jiff::Timestamp, String)> = gw
         .records()
         .iter()
@@ -703,11 +711,27 @@ async fn an_exception_expiring_flips_the_decision_at_its_instant() {
             )
         })
         .collect();
-    assert!(calls.len() >= 2, "{calls:?}");
-    for (at, d) in &calls {
-        let want = if *at < until { "allow" } else { "deny" };
-        assert_eq!(d, want, "decided at {at}, expiry {until}: {calls:?}");
+    let allowed: Vec<_> = calls.iter().filter(|c| c.1 == "allow").collect();
+    let denied_at: Vec<_> = calls.iter().filter(|c| c.1 == "deny").collect();
+    assert!(!allowed.is_empty() && !denied_at.is_empty(), "{calls:?}");
+    for (at, _) in &allowed {
+        assert!(
+            *at < until + slack,
+            "allowed at {at}, after {until}: {calls:?}"
+        );
     }
+    for (at, _) in &denied_at {
+        assert!(
+            *at >= until - slack,
+            "denied at {at}, before {until}: {calls:?}"
+        );
+    }
+    let first_denial = denied_at[0].0;
+    assert!(
+        first_denial < until + jiff::SignedDuration::from_secs(2),
+        "the flip came {} after the expiry: {calls:?}",
+        first_denial.duration_since(until)
+    );
     assert!(
         s.list_changed(Duration::from_secs(5)).await,
         "sessions hear tools/list_changed at the expiry"
