@@ -52,7 +52,8 @@ pub struct Gateway {
 impl Gateway {
     /// Start it on `bundle_dir` for Agent `namespace/agent` and wait until both its
     /// ports accept connections. `label` tells several gateways of one test apart in
-    /// the log names; `extra` are more flags (`--mode warn`, ...).
+    /// the log names (the same label again continues the same audit file, as a
+    /// restarted container does); `extra` are more flags (`--mode warn`, ...).
     pub async fn start(
         bundle_dir: &Path,
         namespace: &str,
@@ -83,12 +84,13 @@ impl Gateway {
             .arg(dir.join(format!("{stem}.credentials")))
             // Behind inotify: a short poll, so a missed event costs little.
             .args(["--poll-ms", "200"])
+            // The hash-chained audit log, checked with `audit verify` by `finish`.
+            .arg("--audit-file")
+            .arg(&audit)
             .args(extra)
             .env("RUST_LOG", "info,mcpgov_gateway=debug")
             .stdin(Stdio::null())
-            .stdout(Stdio::from(
-                std::fs::File::create(&audit).expect("create the audit file"),
-            ))
+            .stdout(Stdio::null())
             .stderr(Stdio::from(
                 std::fs::File::create(&log).expect("create the gateway log"),
             ))
@@ -196,8 +198,8 @@ impl Gateway {
             .collect()
     }
 
-    /// Wait for a decision record that `pred` accepts and return it (records are
-    /// written before the answer, but through a buffered file: poll).
+    /// Wait for a decision record that `pred` accepts and return it (each record is
+    /// written before the answer it decides; polling also covers a pass-through).
     pub async fn wait_record(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let start = Instant::now();
         loop {
@@ -235,6 +237,49 @@ impl Gateway {
         });
         (status, json.unwrap_or(Value::String(text)))
     }
+
+    /// Stop the gateway and check its audit log with `mcpgov-gateway audit verify
+    /// --from-genesis --strict`: one unbroken chain from seq 0 holding every line.
+    /// Returns the log's lines.
+    pub fn finish(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let lines: Vec<String> = std::fs::read_to_string(&self.audit)
+            .expect("the audit file")
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let (code, out) = verify_audit(&[&self.audit], &["--from-genesis", "--strict"]);
+        assert_eq!(
+            code,
+            Some(0),
+            "audit verify {}: {out}",
+            self.audit.display()
+        );
+        assert!(
+            out.starts_with(&format!("ok: {} records", lines.len())),
+            "{out}"
+        );
+        lines
+    }
+}
+
+/// Run `mcpgov-gateway audit verify FLAGS FILES`: (exit code, stdout + stderr).
+pub fn verify_audit(files: &[&Path], flags: &[&str]) -> (Option<i32>, String) {
+    let out = Command::new(gateway_bin())
+        .args(["audit", "verify"])
+        .args(flags)
+        .args(files)
+        .output()
+        .expect("run mcpgov-gateway audit verify");
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
 }
 
 impl Drop for Gateway {

@@ -298,9 +298,10 @@ async fn the_agent_lists_only_its_eligible_tools_and_a_rejected_call_is_blocked(
     assert_eq!(blocked["decision"], "deny", "{blocked}");
     assert_eq!(blocked["enforced"], true, "{blocked}");
     assert_eq!(blocked["bundleSha"], b.sha.as_str(), "{blocked}");
-    assert_eq!(strings(&blocked["argumentNames"]), ["a", "b"], "{blocked}");
+    assert_eq!(strings(&blocked["argNames"]), ["a", "b"], "{blocked}");
     assert_eq!(blocked["agent"], format!("{ns}/{AGENT}"), "{blocked}");
     s.close().await;
+    gw.finish();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -432,7 +433,7 @@ async fn a_grant_change_reaches_the_running_gateway_and_bad_bundles_do_not() {
     assert!(text(&r).contains("42"), "still allowed: {r}");
     let rec = gw
         .wait_record("the call under the kept bundle", |r| {
-            r["tool"] == "get-sum" && r["argumentNames"] == json!(["a", "b"])
+            r["tool"] == "get-sum" && r["argNames"] == json!(["a", "b"])
         })
         .await;
     assert_eq!(rec["bundleSha"], second.sha.as_str(), "{rec}");
@@ -450,6 +451,7 @@ async fn a_grant_change_reaches_the_running_gateway_and_bad_bundles_do_not() {
     gw.wait_metric("mcpgov_gateway_bundle_valid", &[], 1.0)
         .await;
     s.close().await;
+    gw.finish();
 }
 
 /// The test server's tools, as its `--variant-file` holds them.
@@ -550,6 +552,7 @@ async fn a_rug_pull_hides_the_tool_and_blocks_its_calls() {
     );
     s.close().await;
     fresh.close().await;
+    gw.finish();
     let _ = std::fs::remove_file(&variant_file);
 }
 
@@ -596,7 +599,7 @@ async fn arguments_outside_the_input_schema_are_blocked() {
     }
     let rec = gw
         .wait_record("the call with an extra argument", |r| {
-            r["tool"] == "tool_000" && r["argumentNames"] == json!(["extra", "text"])
+            r["tool"] == "tool_000" && r["argNames"] == json!(["extra", "text"])
         })
         .await;
     assert_eq!(
@@ -610,6 +613,7 @@ async fn arguments_outside_the_input_schema_are_blocked() {
     let log = std::fs::read_to_string(&gw.audit).unwrap();
     assert!(!log.contains(secret), "argument values never in clear");
     s.close().await;
+    gw.finish();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -738,6 +742,7 @@ async fn an_exception_expiring_flips_the_decision_at_its_instant() {
     );
     assert_eq!(s.names().await, ["tool_001"]);
     s.close().await;
+    gw.finish();
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -801,4 +806,122 @@ async fn warn_mode_forwards_and_records_what_enforce_would_block() {
             >= 1.0
     );
     s.close().await;
+    gw.finish();
+}
+
+/// The decision log of a real run: `audit verify` accepts it (through a restart of the
+/// gateway, which continues the chain) and names the first bad line of each tampered
+/// copy. Every other test here also verifies its own gateway's log (`Gateway::finish`).
+#[tokio::test(flavor = "multi_thread")]
+async fn audit_verify_accepts_the_log_and_names_each_tampered_line() {
+    let client = client().await;
+    let ns = namespace(&client, "gw-audit").await;
+    let srv = McpServer::start("testserver", &["--tools", "2"]);
+    let _op = Operator::start_crawling(&ns, 300).await;
+    apply(
+        &client,
+        &ns,
+        &(server("tests", &srv.url, "")
+            + &ledger_deny_and_agent("Review")
+            + "---"
+            + &grant(&["tests::tool_000"], "")),
+    )
+    .await
+    .unwrap();
+    crawled(&client, &ns, "tests").await;
+    let volume = VolumeDir::new(&ns);
+    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
+    let route = format!("{ns}/tests");
+    let secret = "s3cret-in-the-arguments";
+
+    // Allowed, not in the bundle, invalid arguments: allow and deny records.
+    let gw = Gateway::start(&volume.0, &ns, AGENT, "audit", &[]).await;
+    in_force(&client, &ns, &gw, "tool_000 eligible", |d| {
+        decision(d, "tool_000").as_deref() == Some("eligible")
+    })
+    .await;
+    let s = Session::connect(&gw.route(&route)).await;
+    assert_eq!(s.names().await, ["tool_000"]);
+    let r = s.call("tool_000", json!({"text": secret})).await;
+    assert_eq!(text(&r), format!("tool_000: {secret}"), "{r}");
+    assert_eq!(denial(&s.call("tool_001", json!({})).await), "NotInBundle");
+    let r = s
+        .call("tool_000", json!({"text": secret, "count": -1}))
+        .await;
+    assert_eq!(denial(&r), "InvalidArguments", "{r}");
+    s.close().await;
+    let audit = gw.audit.clone();
+    let before = gw.finish();
+    assert!(before.len() >= 4, "{before:#?}");
+
+    // The container restarts on the same file: the chain goes on from its last record.
+    let gw = Gateway::start(&volume.0, &ns, AGENT, "audit", &[]).await;
+    assert_eq!(gw.audit, audit);
+    gw.wait_ready(200, "sha256:").await;
+    let s = Session::connect(&gw.route(&route)).await;
+    let r = s.call("tool_000", json!({"text": "again"})).await;
+    assert_eq!(text(&r), "tool_000: again", "{r}");
+    s.close().await;
+    let lines = gw.finish();
+    assert!(lines.len() > before.len());
+    let rec = |l: &str| serde_json::from_str::<Value>(l).unwrap();
+    let (last, next) = (rec(&before[before.len() - 1]), rec(&lines[before.len()]));
+    assert_eq!(next["seq"], before.len() as u64, "{next}");
+    assert_eq!(next["prev"], last["hash"], "{next}");
+
+    // What the log keeps of arguments: names and a keyed digest, never the values.
+    let whole = lines.join("\n");
+    assert!(!whole.contains(secret), "argument values never in clear");
+    let call = lines
+        .iter()
+        .map(|l| rec(l))
+        .find(|r| r["method"] == "tools/call" && r["argNames"] == json!(["text"]))
+        .expect("a call record");
+    assert!(
+        call["argDigest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("hmac-sha256:")),
+        "{call}"
+    );
+
+    // Tampered copies, each refused naming its first bad line (1-based).
+    let dir = audit.with_extension("tampered");
+    std::fs::create_dir_all(&dir).unwrap();
+    let deny = lines
+        .iter()
+        .position(|l| l.contains(r#""decision":"deny""#))
+        .expect("a deny record");
+    let n = lines.len();
+    let mut edited = lines.clone();
+    edited[deny] = edited[deny].replace(r#""decision":"deny""#, r#""decision":"allow""#);
+    let mut deleted = lines.clone();
+    deleted.remove(1);
+    let mut swapped = lines.clone();
+    swapped.swap(1, 2);
+    let truncated = lines.clone();
+    let cases = [
+        ("edited", edited.join("\n") + "\n", deny + 1),
+        ("deleted", deleted.join("\n") + "\n", 2),
+        ("swapped", swapped.join("\n") + "\n", 2),
+        (
+            "truncated",
+            {
+                let whole = truncated.join("\n") + "\n";
+                let cut = whole.len() - truncated[n - 1].len() / 2 - 1;
+                whole[..cut].to_string()
+            },
+            n,
+        ),
+    ];
+    for (what, bytes, line) in cases {
+        let copy = dir.join(format!("{what}.jsonl"));
+        std::fs::write(&copy, bytes).unwrap();
+        let (code, out) = mcpgov_e2e::gateway::verify_audit(&[&copy], &[]);
+        assert_eq!(code, Some(1), "{what}: {out}");
+        let want = format!("BROKEN at {}:{line}:", copy.display());
+        assert!(out.starts_with(&want), "{what}: want {want:?}, got {out}");
+    }
+    // The untouched log, given the same way, passes.
+    let (code, out) = mcpgov_e2e::gateway::verify_audit(&[&audit], &[]);
+    assert_eq!(code, Some(0), "{out}");
 }
