@@ -91,8 +91,13 @@ impl Gateway {
             .env("RUST_LOG", "info,mcpgov_gateway=debug")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
+            // Appended to: a restarted gateway of the same label keeps the first one's.
             .stderr(Stdio::from(
-                std::fs::File::create(&log).expect("create the gateway log"),
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&log)
+                    .expect("open the gateway log"),
             ))
             .spawn()
             .expect("spawn mcpgov-gateway");
