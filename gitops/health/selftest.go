@@ -64,7 +64,7 @@ func luaSandbox(t *tally) {
 	start := time.Now()
 	_, err = argoHealth(ctx, `while true do end`, sampleObject())
 	took := time.Since(start)
-	t.check(err != nil && took < 3*luaTimeout, "lua: an endless loop is stopped after %v: %v", took.Round(time.Millisecond), err)
+	t.check(err != nil && took < 3*luaTimeout, "lua: an endless loop is stopped after %v: %v", took.Round(time.Millisecond), shorten(err))
 }
 
 func luaResults(t *tally) {
@@ -124,7 +124,7 @@ func celEvaluation(t *tally) {
 	}
 
 	_, err = newFluxEvaluator(healthExprs{Current: "status.conditions.exists(c,"})
-	t.check(err != nil, "cel: a syntax error is refused: %v", err)
+	t.check(err != nil, "cel: a syntax error is refused: %v", shorten(err))
 	_, err = newFluxEvaluator(healthExprs{Failed: "true"})
 	t.check(err != nil, "cel: current is required: %v", err)
 
@@ -144,7 +144,7 @@ func celEvaluation(t *tally) {
 		_, _, err = slow.read(ctx, obj)
 		took := time.Since(start)
 		t.check(err != nil && errors.Is(err, context.DeadlineExceeded) || err != nil && strings.Contains(err.Error(), "interrupt"),
-			"cel: 10^10 iterations are interrupted after %v: %v", took.Round(time.Millisecond), err)
+			"cel: 10^10 iterations are interrupted after %v: %v", took.Round(time.Millisecond), shorten(err))
 		t.check(took < 3*celTimeout, "cel: the interrupt came within %v", 3*celTimeout)
 	}
 }
@@ -188,9 +188,10 @@ func shorten(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	s := err.Error()
-	if len(s) > 120 {
-		s = s[:120] + "…"
+	// The first line's end: the cause, after whatever the error quotes.
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	if r := []rune(s); len(r) > 120 {
+		s = "…" + string(r[len(r)-120:])
 	}
 	return s
 }
