@@ -49,7 +49,7 @@ export GOFLAGS="-mod=readonly -buildvcs=false"
 OUT="$(mktemp -d "$CACHE/.health.XXXXXX")"
 trap 'rm -rf "$OUT"' EXIT
 start=$SECONDS
-log "building mcpgov-health (gopher-lua, cli-utils, cel-go; about 2 min the first time)"
+log "building mcpgov-health (gopher-lua, cli-utils, cel-go; about 2 min of CPU the first time)"
 (cd "$SRC" && go build -p "$JOBS" -trimpath -ldflags "-s -w -X main.sourceDigest=$digest" -o "$OUT/mcpgov-health" .)
 mv -f "$OUT/mcpgov-health" "$OUT_BIN"
 current || die "the built mcpgov-health does not report digest $digest"
