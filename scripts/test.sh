@@ -41,7 +41,7 @@ grep -q 'scripts/build-release.sh' Dockerfile
 rm -rf "$out"
 echo "release binary builds and serves the committed CRDs"
 
-echo "== GitOps health: Argo CD Lua checks and kstatus over captured status"
+echo "== GitOps health: Argo CD Lua (gopher-lua), kstatus and Flux CEL over captured status"
 bash gitops/test.sh
 
 echo "== alert rules (promtool check + unit tests)"
