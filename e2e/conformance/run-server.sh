@@ -23,7 +23,8 @@
 # successful/all checks), same or DIFFERENT; then the notes (messages or details that
 # differ without changing a result) and a count of the gateway's decisions. A scenario that
 # fails directly is reported, not an error; exits 1 when any scenario's result differs
-# between the two, 2 on usage errors.
+# between the two (or the gateway recorded fewer initialize decisions than scenarios ran:
+# then the traffic did not go through it), 2 on usage errors.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -34,7 +35,7 @@ scenarios=()
 for arg in "$@"; do
     case "$arg" in
         -h | --help)
-            sed -n '2,25p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         -*)
@@ -177,8 +178,14 @@ echo
       n[k] = (n[k] ?? 0) + 1;
     }
     console.log(`gateway decisions: ${lines.length}`);
-    for (const [k, c] of Object.entries(n).sort()) console.log(`  ${c} ${k}`);' \
-    "$work/decisions.jsonl" || log "the gateway decision records could not be read"
+    for (const [k, c] of Object.entries(n).sort()) console.log(`  ${c} ${k}`);
+    // One initialize per scenario at least went through it, or the comparison means nothing.
+    if (!(n["initialize allow"] >= Number(process.argv[2]))) process.exit(3);' \
+    "$work/decisions.jsonl" "${#scenarios[@]}" && decisions_rc=0 || decisions_rc=$?
+if [[ $decisions_rc -ne 0 ]]; then
+    log "error: the gateway recorded fewer initialize decisions than scenarios ran (or records unreadable)"
+    compare_rc=1
+fi
 
 if [[ -n "${CONFORMANCE_RESULTS:-}" ]]; then
     mkdir -p "$CONFORMANCE_RESULTS"
