@@ -4,7 +4,11 @@
 # makes every tool the server lists eligible (each pinned to its live contract digest,
 # computed by gateway/examples/allow-all-bundle.rs from the server's own tools/list).
 #
-#   e2e/conformance/run-server.sh [SCENARIO...]
+#   e2e/conformance/run-server.sh [--sse-upstream] [SCENARIO...]
+#
+# --sse-upstream: the gateway's upstream is a second server-everything over the legacy
+# HTTP+SSE transport (the suite itself only speaks streamable HTTP, so the direct side
+# stays the streamable HTTP one): the gateway's bridge between the two transports.
 #
 # Default: every server scenario the suite lists (`conformance list --server`, pending
 # ones included).
@@ -32,10 +36,12 @@ repo="$(cd "$here/../.." && pwd)"
 servers="$repo/e2e/mcp-servers"
 
 scenarios=()
+sse_upstream=""
 for arg in "$@"; do
     case "$arg" in
+        --sse-upstream) sse_upstream=1 ;;
         -h | --help)
-            sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         -*)
@@ -94,11 +100,16 @@ trap cleanup EXIT
 
 # 3. server-everything, on a free loopback port, with its state in our temp dir.
 direct_url="$(MCPGOV_MCP_STATE="$work/mcp" bash "$servers/start.sh" everything-http@conformance 0)"
+sse_url=""
+if [[ -n "$sse_upstream" ]]; then
+    sse_url="$(MCPGOV_MCP_STATE="$work/mcp" bash "$servers/start.sh" everything-sse@conformance 0)"
+fi
 
 # 4. The bundle: every tool eligible, each pinned to the digest the server serves.
 agent_ns=conformance agent_name=suite server_key=conformance/everything
 mkdir -p "$work/bundle" "$work/creds"
-"$bundler" "$direct_url" "$server_key" "$agent_ns" "$agent_name" >"$work/bundle/bundle.json" ||
+"$bundler" "$direct_url" "$server_key" "$agent_ns" "$agent_name" ${sse_url:+"$sse_url"} \
+    >"$work/bundle/bundle.json" ||
     die "could not write the allow-all bundle"
 if [[ -n "${CONFORMANCE_HIDE_TOOL:-}" ]]; then
     "$node" -e '
@@ -135,7 +146,7 @@ gateway_url="http://127.0.0.1:$port/mcp/$server_key"
 echo "conformance suite $suite_version on Node $("$node" --version); server-everything" \
     "$(sed -n 's/^SERVER_EVERYTHING_VERSION=//p' "${MCPGOV_CACHE:-$HOME/.cache/mcpgov}/mcp-servers/VERSIONS" 2>/dev/null)"
 echo "direct      $direct_url"
-echo "via gateway $gateway_url (bundle: $tool_count tools, all eligible)"
+echo "via gateway $gateway_url (bundle: $tool_count tools, all eligible)${sse_url:+, upstream over HTTP+SSE: $sse_url}"
 
 # 6. The scenarios against both, the same server process behind both: the whole suite in
 # one run per side when no scenario is named (one Node start instead of one per scenario).

@@ -3,7 +3,11 @@
 //! For the conformance comparison (e2e/conformance/run-server.sh): the gateway checks live
 //! digests, so they are computed from the server's own `tools/list`, never written by hand.
 //!
-//!   allow-all-bundle URL SERVER_KEY AGENT_NAMESPACE AGENT_NAME > bundle.json
+//!   allow-all-bundle URL SERVER_KEY AGENT_NAMESPACE AGENT_NAME [SSE_URL] > bundle.json
+//!
+//! With SSE_URL the bundle's endpoint is that server over the legacy HTTP+SSE transport
+//! (the same server software, listed through URL: the gateway checks the live digests
+//! over SSE and hides any tool whose contract differs).
 //!
 //! Servers such as server-everything list some tools only to clients that declare a
 //! capability (sampling, elicitation, roots), so the server is listed twice: once
@@ -119,8 +123,15 @@ async fn list(
 }
 
 async fn run(args: &[String]) -> Result<Vec<u8>, String> {
-    let [url, server, namespace, name] = args else {
-        return Err("usage: allow-all-bundle URL SERVER_KEY AGENT_NAMESPACE AGENT_NAME".into());
+    let (url, server, namespace, name, sse) = match args {
+        [u, s, ns, n] => (u, s, ns, n, None),
+        [u, s, ns, n, sse] => (u, s, ns, n, Some(sse)),
+        _ => {
+            return Err(
+                "usage: allow-all-bundle URL SERVER_KEY AGENT_NAMESPACE AGENT_NAME [SSE_URL]"
+                    .into(),
+            );
+        }
     };
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
@@ -177,8 +188,12 @@ async fn run(args: &[String]) -> Result<Vec<u8>, String> {
         servers: vec![BundleServer {
             endpoint: BundleEndpoint {
                 headers: vec![],
-                transport: Transport::StreamableHTTP,
-                url: url.clone(),
+                transport: if sse.is_some() {
+                    Transport::SSE
+                } else {
+                    Transport::StreamableHTTP
+                },
+                url: sse.unwrap_or(url).clone(),
             },
             key: server.clone(),
         }],
