@@ -25,10 +25,11 @@
 #
 # Prints a table: scenario, result directly, result through the gateway (PASS/FAIL with
 # successful/all checks), same or DIFFERENT; then the notes (messages or details that
-# differ without changing a result) and a count of the gateway's decisions. A scenario that
-# fails directly is reported, not an error; exits 1 when any scenario's result differs
-# between the two (or the gateway recorded fewer initialize decisions than scenarios ran:
-# then the traffic did not go through it), 2 on usage errors.
+# differ without changing a result), a count of the gateway's decisions and `audit verify`
+# of its log. A scenario that fails directly is reported, not an error; exits 1 when any
+# scenario's result differs between the two, when the gateway recorded fewer initialize
+# decisions than scenarios ran (the traffic did not go through it) or when its log does
+# not verify; 2 on usage errors.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -41,7 +42,7 @@ for arg in "$@"; do
     case "$arg" in
         --sse-upstream) sse_upstream=1 ;;
         -h | --help)
-            sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+            sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
             exit 0
             ;;
         -*)
@@ -131,7 +132,8 @@ free_port() {
 port="$(free_port)" ops_port="$(free_port)"
 "$gateway_bin" --bundle-dir "$work/bundle" --agent-name "$agent_name" --agent-namespace "$agent_ns" \
     --listen "127.0.0.1:$port" --ops-listen "127.0.0.1:$ops_port" \
-    --credentials-dir "$work/creds" >"$work/decisions.jsonl" 2>"$work/gateway.log" &
+    --credentials-dir "$work/creds" --audit-file "$work/decisions.jsonl" \
+    >"$work/gateway.out" 2>"$work/gateway.log" &
 gateway_pid=$!
 deadline=$((SECONDS + 20))
 until [[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$ops_port/readyz" || true)" == 200 ]]; do
@@ -185,6 +187,7 @@ echo
     const n = {};
     for (const l of lines) {
       const r = JSON.parse(l);
+      if (r.kind !== undefined && r.kind !== "decision") continue;
       const k = `${r.method} ${r.decision}${r.decision === "deny" ? " " + (r.reasons[0] ?? "") : ""}`;
       n[k] = (n[k] ?? 0) + 1;
     }
@@ -197,10 +200,18 @@ if [[ $decisions_rc -ne 0 ]]; then
     log "error: the gateway recorded fewer initialize decisions than scenarios ran (or records unreadable)"
     compare_rc=1
 fi
+# The run's own audit log is one unbroken chain from its first record.
+if verified="$("$gateway_bin" audit verify --from-genesis "$work/decisions.jsonl" 2>&1)"; then
+    echo "audit verify: ${verified//$'\n'/ }"
+else
+    echo "$verified" >&2
+    log "error: audit verify rejected the gateway's log of this run"
+    compare_rc=1
+fi
 
 if [[ -n "${CONFORMANCE_RESULTS:-}" ]]; then
     mkdir -p "$CONFORMANCE_RESULTS"
-    cp -r "$work/results" "$work/bundle/bundle.json" "$work/decisions.jsonl" "$work/gateway.log" \
+    cp -r "$work/results" "$work/bundle/bundle.json" "$work/decisions.jsonl" "$work/gateway.log" "$work/gateway.out" \
         "$CONFORMANCE_RESULTS/"
 fi
 
