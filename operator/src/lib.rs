@@ -10,5 +10,6 @@ pub mod crawler;
 pub mod crd;
 pub mod manifest;
 pub mod names;
+pub mod reports;
 pub mod text;
 pub mod validate;

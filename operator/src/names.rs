@@ -25,3 +25,10 @@ pub const GENERATION_ANNOTATION: &str = "mcpgov.io/graph-generation";
 pub const CREDENTIALS_LABEL: &str = "mcpgov.io/credentials";
 pub const ALLOWED_HOSTS: &str = "mcpgov.io/allowed-hosts";
 pub const ALLOWED_SERVERS: &str = "mcpgov.io/allowed-servers";
+
+/// PolicyReports (and OpenReports Reports): one per namespace, under this name, with
+/// the source every result names; annotations count what the size bounds cut.
+pub const REPORT_NAME: &str = "mcpgov";
+pub const REPORT_SOURCE: &str = "mcpgov";
+pub const RESULTS_OMITTED_ANNOTATION: &str = "mcpgov.io/results-omitted";
+pub const VALUES_TRUNCATED_ANNOTATION: &str = "mcpgov.io/values-truncated";

@@ -315,3 +315,118 @@ fn check_sarif_is_golden_and_points_at_each_object() {
         }
     }
 }
+
+/// `-o policyreport` and `-o openreports`: golden per example and for a fixture with
+/// every kind of finding; one report per namespace with findings, each finding of
+/// `-o json` one result of it, summaries that count them.
+#[test]
+fn check_policy_reports_are_golden_and_hold_every_finding() {
+    let now = NOW.parse::<jiff::Timestamp>().unwrap().as_second();
+    let sources = EXAMPLES
+        .iter()
+        .map(|e| (e.to_string(), format!("examples/{e}")))
+        .chain([(
+            "every-finding".to_string(),
+            "operator/tests/fixtures/reports".to_string(),
+        )]);
+    for (name, dir) in sources {
+        let o = mcpgov(&["check", "-o", "json", "-f", &dir]);
+        let json: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let findings = json["findings"].as_array().unwrap();
+        let namespace = |f: &Value| {
+            let object = f["object"].as_str().unwrap();
+            let key = object.split_once(' ').unwrap().1;
+            key.split_once('/').unwrap().0.to_string()
+        };
+        let mut namespaces: Vec<String> = findings.iter().map(namespace).collect();
+        namespaces.sort();
+        namespaces.dedup();
+        for (flag, api_version, kind) in [
+            ("policyreport", "wgpolicyk8s.io/v1alpha2", "PolicyReport"),
+            ("openreports", "openreports.io/v1alpha1", "Report"),
+        ] {
+            let o = mcpgov(&["check", "-o", flag, "-f", &dir]);
+            assert_eq!(o.status.code(), Some(0), "{name} {flag}");
+            golden(&format!("{name}.{flag}.yaml"), &stdout(&o));
+            let list: Value = serde_saphyr::from_str(&stdout(&o)).unwrap();
+            assert_eq!(
+                (&list["apiVersion"], &list["kind"]),
+                (&"v1".into(), &"List".into())
+            );
+            let items = list["items"].as_array().unwrap();
+            let listed: Vec<&str> = items
+                .iter()
+                .map(|i| i["metadata"]["namespace"].as_str().unwrap())
+                .collect();
+            assert_eq!(listed, namespaces, "{name} {flag}");
+            for item in items {
+                assert_eq!(item["apiVersion"], api_version);
+                assert_eq!(item["kind"], kind);
+                assert_eq!(item["metadata"]["name"], "mcpgov");
+                let ns = item["metadata"]["namespace"].as_str().unwrap();
+                let mine: Vec<&Value> = findings.iter().filter(|f| namespace(f) == ns).collect();
+                let results = item["results"].as_array().unwrap();
+                assert_eq!(results.len(), mine.len(), "{name} {flag} {ns}");
+                let count = |kinds: &[&str]| {
+                    mine.iter()
+                        .filter(|f| kinds.contains(&f["kind"].as_str().unwrap()))
+                        .count()
+                };
+                let s = &item["summary"];
+                assert_eq!(s["fail"], count(&["Violation"]), "{name} {ns}");
+                assert_eq!(s["skip"], count(&["Exception"]), "{name} {ns}");
+                assert_eq!(s["warn"], count(&["Drift", "Unresolved"]), "{name} {ns}");
+                assert_eq!((&s["pass"], &s["error"]), (&0.into(), &0.into()));
+                for f in &mine {
+                    let (kind, key) = f["object"].as_str().unwrap().split_once(' ').unwrap();
+                    let name = key.split_once('/').unwrap().1;
+                    let policy = f["policy"].as_str().unwrap_or("mcpgov");
+                    let r = results
+                        .iter()
+                        .find(|r| {
+                            r["message"] == f["message"]
+                                && r["properties"]["reason"] == f["reason"]
+                                && r["resources"][0]["kind"] == kind
+                                && r["resources"][0]["name"] == name
+                        })
+                        .unwrap_or_else(|| panic!("{f} has no result in {ns}"));
+                    assert_eq!(r["policy"], policy);
+                    assert_eq!(r["source"], "mcpgov");
+                    assert_eq!(r["resources"][0]["apiVersion"], "mcpgov.io/v1alpha1");
+                    assert_eq!(r["timestamp"]["seconds"], now);
+                    if let Some(reason) = f.get("exceptionReason") {
+                        assert_eq!(&r["properties"]["exceptionReason"], reason);
+                    }
+                    if !f["path"].as_array().unwrap().is_empty() {
+                        let path: Value =
+                            serde_json::from_str(r["properties"]["path"].as_str().unwrap())
+                                .unwrap();
+                        assert_eq!(path, f["path"]);
+                    }
+                }
+            }
+        }
+    }
+    // The gate works as for the other outputs: reports printed, exit 1.
+    let o = mcpgov(&[
+        "check",
+        "-o",
+        "policyreport",
+        "--fail-on",
+        "violation",
+        "-f",
+        "examples/quickstart",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("rule: deny-violation"));
+    // Invalid input prints no report.
+    let o = mcpgov(&[
+        "check",
+        "-o",
+        "openreports",
+        "-f",
+        "operator/tests/fixtures/bad/bad-uri.yaml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+}

@@ -50,6 +50,8 @@ impl Evaluator<'_> {
                     .policy(&p.policy);
                 f.resource = p.resource.clone();
                 f.path = p.path.clone();
+                f.exception_reason = p.exception_reason.clone();
+                f.exception_grant = p.exception_grant.clone();
                 out.push(f);
             }
         }
@@ -131,6 +133,7 @@ impl Evaluator<'_> {
                 Finding::new(FindingKind::Unresolved, reason, object.clone(), message)
                     .agent(&agent)
                     .policy(&ex.policy)
+                    .exception(grant, &ex.input.reason)
             };
             let Some(policy) = e.policies.get(&ex.policy) else {
                 out.push(unresolved(
@@ -205,7 +208,8 @@ impl Evaluator<'_> {
                         ),
                     )
                     .agent(&agent)
-                    .policy(&ex.policy),
+                    .policy(&ex.policy)
+                    .exception(grant, &ex.input.reason),
                 );
             } else if !covers_any {
                 out.push(unresolved(

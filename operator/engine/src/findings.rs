@@ -32,6 +32,13 @@ pub struct Finding {
     pub resource: Option<String>,
     pub path: Vec<String>,
     pub message: String,
+    /// The reason the expected exception gives, on findings about one: the reach it
+    /// excuses, or the exception itself (unused, not allowed, expired).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception_reason: Option<String>,
+    /// The Grant that declares that exception.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception_grant: Option<String>,
 }
 
 impl Finding {
@@ -51,6 +58,8 @@ impl Finding {
             resource: None,
             path: Vec::new(),
             message: message.into(),
+            exception_reason: None,
+            exception_grant: None,
         }
     }
 
@@ -66,6 +75,13 @@ impl Finding {
 
     pub fn policy(mut self, policy: impl ToString) -> Self {
         self.policy = Some(policy.to_string());
+        self
+    }
+
+    /// The expected exception the finding is about: its Grant and its reason.
+    pub fn exception(mut self, grant: impl ToString, reason: impl ToString) -> Self {
+        self.exception_grant = Some(grant.to_string());
+        self.exception_reason = Some(reason.to_string());
         self
     }
 }

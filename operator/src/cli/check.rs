@@ -1,9 +1,10 @@
-//! `mcpgov check`: every finding over the manifests, as a table, JSON or SARIF, with an
-//! optional gate.
+//! `mcpgov check`: every finding over the manifests, as a table, JSON, SARIF or
+//! PolicyReports, with an optional gate.
 
 use super::input::{Input, LOOKALIKE_HINT};
 use super::{Failure, InputArgs, print_json, print_out};
 use crate::manifest::Lookalike;
+use crate::reports::{self, Api};
 use crate::text;
 use clap::{Args, ValueEnum};
 use mcpgov_engine::{Finding, FindingKind, Summary};
@@ -15,6 +16,13 @@ pub enum Output {
     Json,
     /// SARIF 2.1.0, for code-scanning tools.
     Sarif,
+    /// A List of wgpolicyk8s.io/v1alpha2 PolicyReports, one per namespace with findings
+    /// (YAML).
+    #[value(name = "policyreport")]
+    PolicyReport,
+    /// The same as openreports.io/v1alpha1 Reports (YAML).
+    #[value(name = "openreports")]
+    OpenReports,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -134,6 +142,8 @@ pub fn run(args: CheckArgs) -> Result<(), Failure> {
             &input.origins,
             &input.lookalikes,
         )),
+        Output::PolicyReport => print_reports(&findings, Api::PolicyReport, input.now)?,
+        Output::OpenReports => print_reports(&findings, Api::OpenReports, input.now)?,
     }
     if let Some(gate) = args.fail_on {
         let n = findings.iter().filter(|f| trips(gate, f.kind)).count();
@@ -144,6 +154,24 @@ pub fn run(args: CheckArgs) -> Result<(), Failure> {
             )));
         }
     }
+    Ok(())
+}
+
+/// The reports as a `v1` List in YAML, stamped with the evaluation instant (`--now`
+/// makes the output reproducible).
+fn print_reports(findings: &[Finding], api: Api, now: jiff::Timestamp) -> Result<(), Failure> {
+    let mut options = reports::Options::new(api);
+    options.timestamp = Some(now);
+    let built = reports::build(findings, &options);
+    if built.unplaced > 0 {
+        eprintln!(
+            "warning: {} finding(s) name no namespaced object and are in no report",
+            built.unplaced
+        );
+    }
+    let list = reports::List::of(built.reports);
+    let yaml = serde_saphyr::to_string(&list).map_err(|e| Failure::Input(e.to_string()))?;
+    print_out(yaml.as_bytes());
     Ok(())
 }
 

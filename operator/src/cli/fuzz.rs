@@ -1,9 +1,9 @@
 //! Fuzzing the path `mcpgov check` takes (issue 10). Each input is written to a file
 //! and read by `InputArgs::load`, evaluated by `check::findings` and, when it passes,
-//! printed by `check::table`, exactly as the binary does. No input may panic or
-//! overflow the stack: each ends in findings or a clean input error, and nothing
-//! printed carries a raw control character. Bounded so `cargo test` runs it in seconds;
-//! `MCPGOV_FUZZ_CASES` scales every run (e.g. 50 for a long local soak). Each run
+//! printed by `check::table` and as PolicyReports, exactly as the binary does. No input
+//! may panic or overflow the stack: each ends in findings or a clean input error, and
+//! nothing printed carries a raw control character. Bounded so `cargo test` runs it in
+//! seconds; `MCPGOV_FUZZ_CASES` scales every run (e.g. 50 for a long local soak). Each run
 //! prints how many inputs it fed (`cargo test -p mcpgov --lib cli::fuzz -- --nocapture`).
 
 use super::Failure;
@@ -52,6 +52,7 @@ fn check_file(path: &Path) -> bool {
                 None,
                 "raw control in the table:\n{table}"
             );
+            policy_reports(&findings);
             true
         }
         Err(Failure::Input(msg)) => {
@@ -61,6 +62,30 @@ fn check_file(path: &Path) -> bool {
         }
         Err(Failure::Gate(msg)) => panic!("check loads no gate: {msg}"),
     }
+}
+
+/// `-o policyreport`'s reports of the findings: every finding in one, within the
+/// bounds, and YAML that reads back as written with no raw control character (a tab
+/// may stand in a block scalar).
+fn policy_reports(findings: &[mcpgov_engine::Finding]) {
+    let options = crate::reports::Options::new(crate::reports::Api::PolicyReport);
+    let built = crate::reports::build(findings, &options);
+    assert_eq!(built.unplaced, 0);
+    let total: usize = built.reports.iter().map(|r| r.summary.total()).sum();
+    assert_eq!(total, findings.len());
+    for r in &built.reports {
+        assert!(r.results.len() <= options.bounds.max_results);
+    }
+    let list = crate::reports::List::of(built.reports);
+    let yaml = serde_saphyr::to_string(&list).expect("reports serialise");
+    assert_eq!(
+        yaml.chars()
+            .find(|&c| c.is_control() && c != '\n' && c != '\t'),
+        None,
+        "raw control in the reports:\n{yaml}"
+    );
+    let back: crate::reports::List = serde_saphyr::from_str(&yaml).expect("reports read back");
+    assert_eq!(back, list);
 }
 
 /// Run `cases` inputs of `strategy` through `check`; returns how many ran.
