@@ -11,9 +11,10 @@ export MCPGOV_E2E_DIR="${MCPGOV_E2E_DIR:-/tmp/mcpgov-demo}"
 export MCPGOV_BUILD_JOBS="${MCPGOV_BUILD_JOBS:-$(nproc)}"
 say() { printf '\n== %s\n' "$*"; }
 
-say "building mcpgov"
-cargo build --locked -q -p mcpgov
+say "building mcpgov and mcpgov-gateway"
+cargo build --locked -q -p mcpgov -p mcpgov-gateway
 mcpgov="$CARGO_TARGET_DIR/debug/mcpgov"
+gateway="$CARGO_TARGET_DIR/debug/mcpgov-gateway"
 
 say "offline check of the examples (no cluster needed)"
 for ex in quickstart cross-server multi-tenant; do
@@ -26,8 +27,10 @@ bash e2e/start-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null
 # shellcheck disable=SC1091
 source "$MCPGOV_E2E_DIR/env"
 op_pid=""
+side_pids=()
 cleanup() {
   [[ -n "$op_pid" ]] && kill "$op_pid" 2>/dev/null || true
+  for p in "${side_pids[@]}"; do kill "$p" 2>/dev/null || true; done
   bash e2e/mcp-servers/stop.sh --all >/dev/null 2>&1 || true
   if [[ "${MCPGOV_DEMO_KEEP:-}" != 1 ]]; then
     bash e2e/stop-control-plane.sh "$MCPGOV_E2E_DIR" >/dev/null 2>&1 || true
@@ -110,7 +113,58 @@ kubectl get agents.mcpgov.io ci-bot -n ci -o jsonpath='{range .status.conditions
 say "its bundle ConfigMap"
 kubectl get configmap -n ci -l mcpgov.io/agent=ci-bot \
   -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.mcpgov\.io/bundle-sha256} revision {.metadata.annotations.mcpgov\.io/revision}{"\n"}{end}'
+say "enforcing live/helper's bundle: the gateway sidecar in front of the live server"
+# The bundle ConfigMap is projected into a directory as the kubelet does for a pod's
+# ConfigMap volume (mcpgov-projector: the kubelet's own atomic writer).
+cm=$(kubectl get configmap -n live -l mcpgov.io/agent=helper -o jsonpath='{.items[0].metadata.name}')
+bundle_dir="$MCPGOV_E2E_DIR/helper-bundle"
+"${MCPGOV_CACHE:-$HOME/.cache/mcpgov}/bin/mcpgov-projector" --kubeconfig "$KUBECONFIG" \
+  --namespace live --name "$cm" --dir "$bundle_dir" >"$MCPGOV_E2E_DIR/projector.log" 2>&1 &
+side_pids+=($!)
+audit="$MCPGOV_E2E_DIR/helper-audit.log"
+rm -f "$audit"*
+gw_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ops_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$gateway" --bundle-dir "$bundle_dir" --agent-name helper --agent-namespace live \
+  --listen "127.0.0.1:$gw_port" --ops-listen "127.0.0.1:$ops_port" \
+  --audit-file "$audit" >"$MCPGOV_E2E_DIR/gateway.log" 2>&1 &
+side_pids+=($!)
+deadline=$(( $(date +%s) + 60 ))
+until curl -sf "http://127.0.0.1:$ops_port/readyz" >/dev/null; do
+  (( $(date +%s) < deadline )) || { tail -n 30 "$MCPGOV_E2E_DIR/gateway.log"; exit 1; }
+  sleep 0.2
+done
+echo "gateway ready: $(curl -s "http://127.0.0.1:$ops_port/readyz")"
+route="http://127.0.0.1:$gw_port/mcp/live/everything"
+session=""
+# One JSON-RPC request through the gateway; prints the response's JSON (either a plain
+# JSON body or the data line of an SSE answer).
+rpc() {
+  local hdr=(-H 'content-type: application/json' -H 'accept: application/json, text/event-stream')
+  [[ -n "$session" ]] && hdr+=(-H "mcp-session-id: $session" -H 'mcp-protocol-version: 2025-06-18')
+  curl -s "${hdr[@]}" -D "$MCPGOV_E2E_DIR/rpc.headers" "$route" -d "$1" \
+    | sed -n 's/^data: //p; /^{/p' | head -n1
+}
+rpc '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' >/dev/null
+session=$(sed -n 's/^mcp-session-id: *//Ip' "$MCPGOV_E2E_DIR/rpc.headers" | tr -d '\r')
+rpc '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
+echo "-- tools/list through the gateway (only the bundle's eligible tools):"
+rpc '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+  | python3 -c 'import json,sys; print(" ".join(sorted(t["name"] for t in json.load(sys.stdin)["result"]["tools"])))'
+echo "-- tools/call get-env (reads env://process/**, which Policy live/no-env denies):"
+rpc '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get-env","arguments":{}}}' \
+  | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; print("isError:", r.get("isError"), "-", r["content"][0]["text"])'
+echo "-- tools/call echo (eligible):"
+rpc '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello through the gateway"}}}' \
+  | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; print("isError:", r.get("isError", False), "-", r["content"][0]["text"])'
+echo "-- the audit log ($audit): one hash-chained line per decision"
+python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r=json.loads(l); print(r["seq"], r["method"], r.get("tool","-"), r["decision"], ",".join(r["reasons"]))' "$audit" | tail -n 4
+"$gateway" audit verify --from-genesis "$audit"
+
 if [[ "${MCPGOV_DEMO_KEEP:-}" == 1 ]]; then
   echo; echo "left running: source $MCPGOV_E2E_DIR/env; operator pid $op_pid"
   op_pid=""
+  side_pids=()
 fi

@@ -1,58 +1,11 @@
 //! What the gateway decided about one request, and the sink every decision goes through
-//! before the request is answered (the audit log implements [`AuditSink`]).
+//! before the request is answered or forwarded: the hash-chained audit log.
 
-use serde::Serialize;
+use crate::audit::{AuditLog, Head};
+pub use crate::audit::{Decision, DecisionRecord};
 use serde_json::Value;
-use std::io::Write;
 use std::sync::Mutex;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Allow,
-    Deny,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Allow => "allow",
-            Verdict::Deny => "deny",
-        }
-    }
-}
-
-/// One decision, as the gateway hands it to the audit sink. `arguments` holds the raw
-/// call arguments so that the sink can compute its keyed digest; it is never serialised
-/// by this struct (the values must not reach a log in clear).
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DecisionRecord {
-    /// RFC 3339, UTC.
-    pub time: String,
-    /// `namespace/name` of the agent the bundle was compiled for (from the flags).
-    pub agent: String,
-    /// `sha256:<hex>` of the bundle in force; `None` when no bundle was ever loaded.
-    pub bundle_sha: Option<String>,
-    /// JSON-RPC method (`tools/call`, `tools/list`, `initialize`, ...).
-    pub method: String,
-    /// `namespace/server` of the route.
-    pub server: String,
-    pub tool: Option<String>,
-    pub decision: Verdict,
-    /// false in warn mode (a deny there was forwarded anyway) and for pass-through.
-    pub enforced: bool,
-    /// Why: the gateway's reason first, then the bundle's own reasons if any.
-    pub reasons: Vec<String>,
-    pub bundle_contract_digest: Option<String>,
-    pub live_contract_digest: Option<String>,
-    /// Top-level argument names of a `tools/call`, sorted.
-    pub argument_names: Vec<String>,
-    #[serde(skip)]
-    pub arguments: Option<Value>,
-    /// The MCP session (`Mcp-Session-Id`) the request belongs to, if any.
-    pub session_id: Option<String>,
-}
+use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug)]
 pub struct AuditError(pub String);
@@ -68,37 +21,48 @@ impl std::error::Error for AuditError {}
 /// Where decisions go. Called before the request is answered or forwarded: an error makes
 /// the gateway deny (fail closed) unless `--audit-fail-open`.
 pub trait AuditSink: Send + Sync {
-    fn record(&self, rec: &DecisionRecord) -> Result<(), AuditError>;
+    /// Writes the record; returns its sequence number in the chain.
+    fn record(&self, rec: &DecisionRecord) -> Result<u64, AuditError>;
+    /// Where the chain stands after the last record written (`None` before the first).
+    fn head(&self) -> Option<Head> {
+        None
+    }
 }
 
-/// Placeholder sink: one JSON line per decision on stdout (no chain, no argument digest).
-pub struct StdoutSink {
-    out: Mutex<std::io::Stdout>,
+/// The audit log behind a mutex: records are ordered, so appends are serial anyway.
+pub struct ChainSink {
+    log: Mutex<AuditLog>,
+    /// The head's sequence number, readable without the lock (for `/metrics`).
+    seq: AtomicU64,
 }
 
-impl StdoutSink {
-    pub fn new() -> Self {
-        StdoutSink {
-            out: Mutex::new(std::io::stdout()),
+impl ChainSink {
+    pub fn new(log: AuditLog) -> Self {
+        let seq = log.head().map(|h| h.seq).unwrap_or(0);
+        ChainSink {
+            log: Mutex::new(log),
+            seq: AtomicU64::new(seq),
         }
     }
-}
 
-impl Default for StdoutSink {
-    fn default() -> Self {
-        Self::new()
+    pub fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
     }
 }
 
-impl AuditSink for StdoutSink {
-    fn record(&self, rec: &DecisionRecord) -> Result<(), AuditError> {
-        let mut line = serde_json::to_vec(rec).map_err(|e| AuditError(e.to_string()))?;
-        line.push(b'\n');
-        let out = self.out.lock().map_err(|_| AuditError("poisoned".into()))?;
-        let mut out = out.lock();
-        out.write_all(&line)
-            .and_then(|_| out.flush())
-            .map_err(|e| AuditError(e.to_string()))
+impl AuditSink for ChainSink {
+    fn record(&self, rec: &DecisionRecord) -> Result<u64, AuditError> {
+        let mut log = self
+            .log
+            .lock()
+            .map_err(|_| AuditError("audit writer poisoned".into()))?;
+        let head = log.append(rec).map_err(|e| AuditError(e.to_string()))?;
+        self.seq.store(head.seq, Ordering::Relaxed);
+        Ok(head.seq)
+    }
+
+    fn head(&self) -> Option<Head> {
+        self.log.lock().ok()?.head().cloned()
     }
 }
 
@@ -115,28 +79,48 @@ pub fn argument_names(arguments: Option<&Value>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::{ArgKey, AuditOptions, Output, verify};
 
-    #[test]
-    fn argument_values_never_serialise() {
-        let rec = DecisionRecord {
-            time: "2026-12-01T00:00:00Z".into(),
+    fn record(args: Value) -> DecisionRecord {
+        DecisionRecord {
+            time: jiff::Timestamp::from_second(1_796_000_000).unwrap(),
             agent: "ns/a".into(),
             bundle_sha: None,
             method: "tools/call".into(),
             server: "ns/s".into(),
             tool: Some("t".into()),
-            decision: Verdict::Deny,
+            decision: Decision::Deny,
             enforced: true,
             reasons: vec!["NoBundle".into()],
             bundle_contract_digest: None,
             live_contract_digest: None,
-            argument_names: argument_names(Some(&serde_json::json!({"b": 1, "a": "secret-value"}))),
-            arguments: Some(serde_json::json!({"b": 1, "a": "secret-value"})),
+            arg_names: argument_names(Some(&args)),
+            arguments: Some(args),
             session_id: None,
-        };
-        let line = serde_json::to_string(&rec).unwrap();
-        assert!(!line.contains("secret-value"), "{line}");
-        assert!(line.contains(r#""argumentNames":["a","b"]"#), "{line}");
-        assert!(line.contains(r#""decision":"deny""#), "{line}");
+        }
+    }
+
+    #[test]
+    fn the_sink_chains_records_and_never_writes_argument_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let log = AuditLog::open(
+            AuditOptions::new(Output::File(path.clone())),
+            ArgKey::from_bytes(&[7; 32]).unwrap(),
+        )
+        .unwrap();
+        let sink = ChainSink::new(log);
+        for _ in 0..3 {
+            sink.record(&record(serde_json::json!({"b": 1, "a": "secret-value"})))
+                .unwrap();
+        }
+        assert_eq!(sink.seq(), 2);
+        assert_eq!(sink.head().unwrap().seq, 2);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("secret-value"), "{text}");
+        assert!(text.contains(r#""argNames":["a","b"]"#), "{text}");
+        assert!(text.contains(r#""decision":"deny""#), "{text}");
+        assert!(text.contains(r#""server":"ns/s""#), "{text}");
+        assert_eq!(verify(&[&path]).unwrap().records, 3);
     }
 }

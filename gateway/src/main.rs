@@ -2,12 +2,14 @@
 //! and enforces it on every MCP request to the upstream servers.
 
 use clap::Parser;
+use mcpgov_gateway::audit::{ArgKey, AuditLog, AuditOptions, Output, verify_main};
 use mcpgov_gateway::bundle::{BundleStore, Expect};
 use mcpgov_gateway::contracts::Contracts;
-use mcpgov_gateway::decision::StdoutSink;
+use mcpgov_gateway::decision::ChainSink;
 use mcpgov_gateway::proxy::{App, Config, Mode, mcp_router, ops_router};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tracing::info;
@@ -16,9 +18,10 @@ use tracing::info;
 #[command(
     name = "mcpgov-gateway",
     version,
-    about = "Enforces an agent's mcpgov bundle on its MCP requests"
+    about = "Enforces an agent's mcpgov bundle on its MCP requests",
+    after_help = "Audit logs: `mcpgov-gateway audit verify [--anchor SEQ[:HASH]] [--from-genesis] [--strict] FILE...` checks that they form one unbroken chain and names the first bad line (exit 1)."
 )]
-struct Cli {
+struct Run {
     /// Directory of the bundle ConfigMap volume (key `bundle.json`; never a subPath mount).
     #[arg(long, env = "MCPGOV_BUNDLE_DIR")]
     bundle_dir: PathBuf,
@@ -46,6 +49,21 @@ struct Cli {
     /// Forward and answer even when a decision cannot be recorded (default: deny).
     #[arg(long, env = "MCPGOV_AUDIT_FAIL_OPEN")]
     audit_fail_open: bool,
+    /// The audit log: a file (rotated, the chain continued across restarts) or `-` for
+    /// standard output.
+    #[arg(long, env = "MCPGOV_AUDIT_FILE", default_value = "-")]
+    audit_file: String,
+    /// HMAC key for the arguments' digest (32 to 4096 bytes, e.g. a mounted Secret).
+    /// Without it a random key per process: digests still hide the values but cannot be
+    /// compared across restarts.
+    #[arg(long, env = "MCPGOV_AUDIT_KEY_FILE")]
+    audit_key_file: Option<PathBuf>,
+    /// Rotate the audit file before it passes this many bytes (0: never).
+    #[arg(long, default_value_t = 100 * 1024 * 1024)]
+    audit_max_bytes: u64,
+    /// Rotated audit files kept (`FILE.1` newest).
+    #[arg(long, default_value_t = 5)]
+    audit_max_files: u32,
     /// Polling interval behind inotify, in milliseconds.
     #[arg(long, default_value_t = 1000)]
     poll_ms: u64,
@@ -61,9 +79,44 @@ struct Cli {
     list_timeout_secs: u64,
 }
 
+fn main() -> ExitCode {
+    // `audit verify` is dispatched before clap: the serving flags it would otherwise
+    // require have no meaning there, and verify parses its own flags.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("audit") {
+        if args.get(1).map(String::as_str) == Some("verify") {
+            return verify_main(args[2..].iter().cloned());
+        }
+        eprintln!("usage: mcpgov-gateway audit verify [FLAGS] FILE... (see --help)");
+        return ExitCode::from(2);
+    }
+    match serve(Run::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcpgov-gateway: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn audit_log(cli: &Run) -> Result<AuditLog, Box<dyn std::error::Error>> {
+    let key = match &cli.audit_key_file {
+        Some(path) => ArgKey::from_file(path)?,
+        None => {
+            let mut bytes = [0u8; 32];
+            std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut bytes)?;
+            ArgKey::from_bytes(&bytes)?
+        }
+    };
+    let mut opts = AuditOptions::new(Output::parse(&cli.audit_file));
+    opts.max_bytes = cli.audit_max_bytes;
+    opts.max_files = cli.audit_max_files;
+    Ok(AuditLog::open(opts, key)?)
+}
+
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // Logs on stderr: stdout carries the decision records.
+async fn serve(cli: Run) -> Result<(), Box<dyn std::error::Error>> {
+    // Logs on stderr: stdout may carry the decision records.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -72,7 +125,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         )
         .init();
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
+    let log = audit_log(&cli)?;
+    let head = log.head().cloned();
+    if let Some(h) = &head {
+        info!(file = %cli.audit_file, head = %h, "audit chain continues");
+    }
     let expect = Expect {
         agent_name: cli.agent_name.clone(),
         agent_namespace: cli.agent_namespace.clone(),
@@ -90,8 +147,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         cfg,
         BundleStore::new(cli.bundle_dir, expect),
         Contracts::new(Duration::from_secs(cli.contract_ttl_secs)),
-        Arc::new(StdoutSink::new()),
+        Arc::new(ChainSink::new(log)),
     ));
+    if let Some(h) = head {
+        app.metrics.audit_sequence.set(h.seq as i64);
+    }
     tokio::spawn(mcpgov_gateway::reload::run(
         app.clone(),
         Duration::from_millis(cli.poll_ms),

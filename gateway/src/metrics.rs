@@ -16,6 +16,7 @@ pub struct Metrics {
     pub contract_mismatches: IntCounterVec,
     pub audit_records: IntCounter,
     pub audit_write_errors: IntCounter,
+    pub audit_sequence: IntGauge,
     pub open_streams: IntGauge,
 }
 
@@ -81,6 +82,11 @@ impl Metrics {
             "Decision records that could not be written.",
         )
         .unwrap();
+        let audit_sequence = IntGauge::new(
+            "mcpgov_gateway_audit_sequence",
+            "Sequence number of the last record in the audit chain (export it as an anchor for `audit verify --anchor`).",
+        )
+        .unwrap();
         let open_streams = IntGauge::new(
             "mcpgov_gateway_open_streams",
             "Standalone GET streams open through the gateway.",
@@ -96,6 +102,7 @@ impl Metrics {
             Box::new(contract_mismatches.clone()),
             Box::new(audit_records.clone()),
             Box::new(audit_write_errors.clone()),
+            Box::new(audit_sequence.clone()),
             Box::new(open_streams.clone()),
         ] {
             registry.register(c).unwrap();
@@ -111,6 +118,7 @@ impl Metrics {
             contract_mismatches,
             audit_records,
             audit_write_errors,
+            audit_sequence,
             open_streams,
         }
     }

@@ -5,7 +5,7 @@
 use crate::bundle::BundleStore;
 use crate::bundle::Loaded;
 use crate::contracts::{Contracts, LiveTool, check_arguments, live_tool};
-use crate::decision::{AuditSink, DecisionRecord, Verdict, argument_names};
+use crate::decision::{AuditSink, Decision, DecisionRecord, argument_names};
 use crate::legacy;
 use crate::metrics::Metrics;
 use crate::policy::{Denial, Reason, bundle_allows, contract_matches};
@@ -124,19 +124,18 @@ impl App {
         DecisionRecord {
             time: Timestamp::now()
                 .round(jiff::Unit::Millisecond)
-                .unwrap_or(Timestamp::now())
-                .to_string(),
+                .unwrap_or(Timestamp::now()),
             agent: self.cfg.agent.clone(),
             bundle_sha: bundle.map(|b| b.sha.clone()),
             method: method.to_string(),
             server: server.to_string(),
             tool: None,
-            decision: Verdict::Allow,
+            decision: Decision::Allow,
             enforced: self.enforcing(),
             reasons: Vec::new(),
             bundle_contract_digest: None,
             live_contract_digest: None,
-            argument_names: Vec::new(),
+            arg_names: Vec::new(),
             arguments: None,
             session_id: session.map(str::to_string),
         }
@@ -156,8 +155,9 @@ impl App {
             ])
             .inc();
         match self.sink.record(rec) {
-            Ok(()) => {
+            Ok(seq) => {
                 self.metrics.audit_records.inc();
+                self.metrics.audit_sequence.set(seq as i64);
                 true
             }
             Err(e) => {
@@ -376,7 +376,7 @@ async fn handle_post(
                 match &up {
                     Ok(_) => rec.reasons = vec!["PassThrough".into()],
                     Err(d) => {
-                        rec.decision = Verdict::Deny;
+                        rec.decision = Decision::Deny;
                         rec.enforced = true;
                         rec.reasons = d.reasons();
                     }
@@ -433,7 +433,7 @@ async fn call(
     let args = msg.pointer("/params/arguments").cloned();
     let mut rec = app.base_record(bundle.as_deref(), "tools/call", &server, session.as_deref());
     rec.tool = tool.clone();
-    rec.argument_names = argument_names(args.as_ref());
+    rec.arg_names = argument_names(args.as_ref());
     rec.arguments = args.clone();
 
     // Denials that leave nothing to forward to are enforced in warn mode too.
@@ -511,7 +511,7 @@ async fn call(
     };
     match &denial {
         Some(d) => {
-            rec.decision = Verdict::Deny;
+            rec.decision = Decision::Deny;
             rec.enforced = app.enforcing() || !forwardable;
             rec.reasons = d.reasons();
         }
@@ -650,7 +650,7 @@ impl ListFilter {
                         self.session.as_deref(),
                     );
                     rec.tool = live.as_ref().map(|(n, _)| n.clone());
-                    rec.decision = Verdict::Deny;
+                    rec.decision = Decision::Deny;
                     rec.reasons = d.reasons();
                     rec.bundle_contract_digest = pinned;
                     rec.live_contract_digest = live.as_ref().map(|(_, l)| l.digest.clone());
@@ -691,7 +691,7 @@ async fn list(
     let mut rec = app.base_record(bundle.as_deref(), "tools/list", &server, session.as_deref());
     let up = app.upstream(bundle.as_deref(), &server);
     if let Err(d) = &up {
-        rec.decision = Verdict::Deny;
+        rec.decision = Decision::Deny;
         rec.enforced = true;
         rec.reasons = d.reasons();
     } else {

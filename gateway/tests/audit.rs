@@ -19,7 +19,8 @@ fn decision(i: u64) -> DecisionRecord {
     DecisionRecord {
         time: jiff::Timestamp::from_second(1_796_000_000 + i as i64).unwrap(),
         agent: "team-a/researcher".into(),
-        bundle_sha: "sha256:0123".into(),
+        bundle_sha: Some("sha256:0123".into()),
+        server: "team-a/files".into(),
         method: "tools/call".into(),
         tool: Some(format!("fs__read_{i}")),
         decision: if i.is_multiple_of(2) {

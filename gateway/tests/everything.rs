@@ -117,7 +117,7 @@ async fn lists_filtered_calls_decided() {
         .iter()
         .find(|r| r["method"] == "tools/call" && r["tool"] == "echo" && r["decision"] == "allow")
         .unwrap();
-    assert_eq!(allowed["argumentNames"], json!(["message"]));
+    assert_eq!(allowed["argNames"], json!(["message"]));
     assert!(
         !std::fs::read_to_string(&gw.audit)
             .unwrap()
@@ -322,4 +322,100 @@ async fn sse_upstreams_are_bridged() {
         .raw(json!({"jsonrpc": "2.0", "id": 99, "method": "ping"}))
         .await;
     assert_eq!(status, 404, "a deleted session is gone");
+}
+
+/// `audit verify` run as the binary's subcommand on `log`: exit code and stdout.
+fn verify_cli(files: &[&std::path::Path], extra: &[&str]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mcpgov-gateway"))
+        .args(["audit", "verify"])
+        .args(extra)
+        .args(files)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_file_chain_survives_a_restart_and_verifies() {
+    let server = Server::start("everything-http", &[]);
+    let live = digests(&server.url).await;
+    let mut dir = BundleDir::new();
+    dir.publish_bundle(&bundle(
+        &[(SRV, &server.url)],
+        &[T::eligible(SRV, "echo", &live["echo"])],
+    ));
+    let logs = tempfile::tempdir().unwrap();
+    let file = logs.path().join("audit.log");
+    let key = logs.path().join("key");
+    std::fs::write(&key, [42u8; 32]).unwrap();
+    let flags = [
+        "--audit-file",
+        file.to_str().unwrap(),
+        "--audit-key-file",
+        key.to_str().unwrap(),
+    ];
+    let mut digests_seen = Vec::new();
+    for round in 0..2 {
+        let gw = Gateway::start(dir.path(), &flags);
+        gw.wait_ready(200, "sha256:").await;
+        let mut c = Client::connect(&gw.route(SRV)).await;
+        let r = c.call("echo", json!({"message": "same"})).await;
+        assert_ne!(r["isError"], true, "{r}");
+        let r = c.call("no-such-tool", json!({})).await;
+        assert_eq!(reason(&r), "NotInBundle", "{r}");
+        let (_, metrics) = gw.get_ops("/metrics").await;
+        let seq: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("mcpgov_gateway_audit_sequence "))
+            .unwrap_or_else(|| panic!("no audit sequence in {metrics}"))
+            .parse()
+            .unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+        assert_eq!(
+            last["seq"], seq,
+            "the metric is the chain's head (round {round})"
+        );
+        let echo = text
+            .lines()
+            .rev()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|r| r["tool"] == "echo" && r["method"] == "tools/call")
+            .unwrap();
+        digests_seen.push(echo["argDigest"].as_str().unwrap().to_string());
+        assert!(!text.contains("same"), "argument values never in clear");
+        drop(gw);
+    }
+    assert_eq!(
+        digests_seen[0], digests_seen[1],
+        "a keyed digest is stable across restarts with the same key"
+    );
+
+    let (code, out) = verify_cli(&[&file], &["--from-genesis"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("ok: "), "{out}");
+
+    // A copy with one decision flipped is caught, and the line is named.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let i = lines
+        .iter()
+        .position(|l| l.contains(r#""decision":"deny""#))
+        .unwrap();
+    let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    edited[i] = edited[i].replace(r#""decision":"deny""#, r#""decision":"allow""#);
+    let bad = logs.path().join("edited.log");
+    std::fs::write(&bad, edited.join("\n") + "\n").unwrap();
+    let (code, out) = verify_cli(&[&bad], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains(&format!(":{}", i + 1)),
+        "names line {}: {out}",
+        i + 1
+    );
+    let (code, _) = verify_cli(&[], &[]);
+    assert_eq!(code, 2, "no file is a usage error");
 }

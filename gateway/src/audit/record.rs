@@ -25,10 +25,13 @@ pub struct DecisionRecord {
     pub time: jiff::Timestamp,
     /// `namespace/name` of the Agent.
     pub agent: String,
-    /// sha256 of the bundle the decision was made under.
-    pub bundle_sha: String,
+    /// sha256 of the bundle the decision was made under; `None` when no valid bundle
+    /// was ever loaded (every `tools/*` request is then denied).
+    pub bundle_sha: Option<String>,
     /// JSON-RPC method, e.g. `tools/call`.
     pub method: String,
+    /// `namespace/server` of the route the request came in on.
+    pub server: String,
     pub tool: Option<String>,
     pub decision: Decision,
     /// False in warn mode: the call went through whatever `decision` says.
@@ -78,8 +81,11 @@ pub(crate) fn decision_fields(d: &DecisionRecord, key: &ArgKey) -> Map<String, V
     m.insert("kind".into(), KIND_DECISION.into());
     m.insert("time".into(), d.time.to_string().into());
     m.insert("agent".into(), clip(&d.agent, AGENT).into());
-    m.insert("bundleSha".into(), clip(&d.bundle_sha, SHORT).into());
+    if let Some(sha) = &d.bundle_sha {
+        m.insert("bundleSha".into(), clip(sha, SHORT).into());
+    }
     m.insert("method".into(), clip(&d.method, SHORT).into());
+    m.insert("server".into(), clip(&d.server, NAME).into());
     if let Some(t) = &d.tool {
         m.insert("tool".into(), clip(t, NAME).into());
     }
@@ -251,7 +257,8 @@ mod tests {
         DecisionRecord {
             time: "2026-12-01T10:00:00Z".parse().unwrap(),
             agent: "team-a/researcher".into(),
-            bundle_sha: "sha256:abc".into(),
+            bundle_sha: Some("sha256:abc".into()),
+            server: "team-a/files".into(),
             method: "tools/call".into(),
             tool: Some("github__create_issue".into()),
             decision: Decision::Deny,
@@ -341,8 +348,9 @@ mod tests {
         let evil = "\u{1}".repeat(100_000);
         let mut d = sample();
         d.agent = evil.clone();
-        d.bundle_sha = evil.clone();
+        d.bundle_sha = Some(evil.clone());
         d.method = evil.clone();
+        d.server = evil.clone();
         d.tool = Some(evil.clone());
         d.reasons = vec![evil.clone(); 1000];
         d.bundle_contract_digest = Some(evil.clone());
