@@ -12,6 +12,12 @@
                                     Pod Security enforcement dry-run)
   sidecar.py flags FILE HELP        every flag the gateway is given appears in HELP (the
                                     output of `mcpgov-gateway --help`)
+  sidecar.py smoke DIR GATEWAY MCPGOV WORK
+                                    run the gateway binary with the flags and environment
+                                    of DIR's Deployment, its mounts laid out under WORK
+                                    (the bundle from `mcpgov bundle AGENT -f DIR`, the
+                                    Secrets' keys, a random audit key): it must get ready
+                                    with that bundle
 
 Rules: the bundle ConfigMap is `<agent>-mcpgov-bundle` (or the Agent's
 spec.bundle.configMapName), mounted whole at --bundle-dir (never subPath: a subPath
@@ -312,6 +318,81 @@ def flags(docs, help_path):
     return 1 if bad else 0
 
 
+def smoke(example, gateway, mcpgov, work):
+    import glob
+    import os
+    import secrets
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    docs = load(sorted(glob.glob(os.path.join(example, "*.yaml"))))
+    d, tpl = next((d, t) for d, t in workloads(docs) if any(is_gateway(c) for _, c in containers(t["spec"])))
+    spec, ns = tpl["spec"], d["metadata"].get("namespace", "default")
+    gw = next(c for _, c in containers(spec) if is_gateway(c))
+    vols = {v["name"]: v for v in spec.get("volumes") or []}
+    agent = flag(gw, "--agent-name")
+
+    def under(path):
+        return os.path.join(work, path.lstrip("/"))
+
+    # The mounts, as the kubelet would fill them.
+    for m in gw.get("volumeMounts") or []:
+        v, at = vols[m["name"]], under(m["mountPath"])
+        os.makedirs(at, exist_ok=True)
+        if "configMap" in v:
+            out = subprocess.run([mcpgov, "bundle", agent, "-f", example], capture_output=True, check=True)
+            open(os.path.join(at, "bundle.json"), "wb").write(out.stdout)
+        for name in secret_sources(v):
+            keys = [h["valueFrom"]["secretKeyRef"]["key"] for s in docs if s.get("kind") == "MCPServer"
+                    for h in (s["spec"]["endpoint"].get("headers") or []) if h["valueFrom"]["secretKeyRef"]["name"] == name]
+            for k in keys or ["key"]:
+                open(os.path.join(at, k), "w").write(("Bearer smoke-test" if keys else secrets.token_hex(32)) + "\n")
+
+    def port():
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        p = s.getsockname()[1]
+        s.close()
+        return p
+
+    ops = port()
+    args, env = [], dict(os.environ)
+    path_flags = ("--bundle-dir", "--credentials-dir", "--audit-key-file")
+    for a in gw.get("args") or []:
+        name, _, val = a.partition("=")
+        if name in ("--listen", "--ops-listen"):
+            continue
+        args.append(f"{name}={under(val)}" if name in path_flags and val else a)
+    for e in gw.get("env") or []:
+        ref = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+        env[e["name"]] = ns if ref == "metadata.namespace" else e.get("value", "")
+    args += [f"--listen=127.0.0.1:{port()}", f"--ops-listen=127.0.0.1:{ops}"]
+    print("  mcpgov-gateway " + " ".join(a.replace(work, "$WORK") for a in args))
+    log = open(os.path.join(work, "gateway.log"), "wb")
+    proc = subprocess.Popen([gateway] + args, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                print(f"  the gateway exited ({proc.returncode}):")
+                print(open(os.path.join(work, "gateway.log")).read()[-2000:])
+                return 1
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{ops}/readyz", timeout=2).read().decode()
+                print(f"  ok: /readyz 200 with the bundle of {ns}/{agent}: {body.strip()[:90]}")
+                return 0
+            except OSError:
+                time.sleep(0.2)
+        print("  not ready in 30s:")
+        print(open(os.path.join(work, "gateway.log")).read()[-2000:])
+        return 1
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "check":
@@ -328,6 +409,8 @@ if __name__ == "__main__":
         sys.exit(snippet(args[0]))
     if cmd == "pods":
         sys.exit(pods(load(args)))
+    if cmd == "smoke":
+        sys.exit(smoke(*args))
     if cmd == "flags":
         sys.exit(flags(load(args[:1]), args[1]))
     sys.exit(f"unknown command {cmd}")

@@ -24,7 +24,8 @@
 #   6c. the gateway sidecar: examples/gateway and the README's patch, statically
 #      (e2e/chart/sidecar.py: the bundle mounted whole as <agent>-mcpgov-bundle, Secrets in
 #      the gateway container only, flags the gateway binary knows; the checker must notice
-#      mutations), then `kubectl apply --dry-run=server` of the example (CRDs installed)
+#      mutations; the gateway binary run with the example's flags and mounts gets ready),
+#      then `kubectl apply --dry-run=server` of the example (CRDs installed)
 #      and `kubectl patch --dry-run=server` of an agent Deployment with the README's
 #      snippet, their pods admitted under Pod Security "restricted" (enforce)
 #   7. prints the rendered RBAC rules
@@ -806,10 +807,20 @@ t_sidecar_static() {
     "$WORK/snippet.yaml" || { echo "the README's snippet has no initContainers"; return 1; }
   echo "ok: the chart README's snippet extracted ($(wc -l < "$WORK/snippet.yaml") lines)"
   # The flags and environment variables given to the gateway are ones it has.
-  cargo build --locked -q -p mcpgov-gateway || { echo "cargo build -p mcpgov-gateway failed"; return 1; }
-  "$CARGO_TARGET_DIR/debug/mcpgov-gateway" --help > "$WORK/gateway-help.txt" || return 1
+  cargo build --locked -q -p mcpgov-gateway -p mcpgov || { echo "cargo build failed"; return 1; }
+  local gw_bin="$CARGO_TARGET_DIR/debug/mcpgov-gateway"
+  "$gw_bin" --help > "$WORK/gateway-help.txt" || return 1
   echo "examples/gateway/deployment.yaml:"
   "${SIDECAR[@]}" flags "$GW_EXAMPLE/deployment.yaml" "$WORK/gateway-help.txt" || return 1
+  sed 's/--bundle-dir=/--bundle-directory=/' "$GW_EXAMPLE/deployment.yaml" > "$WORK/unknown-flag.yaml"
+  if "${SIDECAR[@]}" flags "$WORK/unknown-flag.yaml" "$WORK/gateway-help.txt" >/dev/null; then
+    echo "control: an unknown flag passed"; return 1
+  fi
+  echo "ok: control: an unknown flag (--bundle-directory) is caught"
+  # The binary itself, with the example's flags and environment, its mounts laid out
+  # under a directory (the bundle the CLI compiles from the example's governance).
+  mkdir -p "$WORK/gw-smoke" || return 1
+  "${SIDECAR[@]}" smoke "$GW_EXAMPLE" "$gw_bin" "$CARGO_TARGET_DIR/debug/mcpgov" "$WORK/gw-smoke" || return 1
   python3 - "$WORK/snippet.yaml" > "$WORK/snippet-as-deployment.yaml" <<'PY' || return 1
 import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
