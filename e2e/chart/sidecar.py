@@ -301,10 +301,12 @@ def pods(docs):
 def flags(docs, help_path):
     help_text = open(help_path).read()
     bad = 0
+    seen = 0
     for d, tpl in workloads(docs):
         for _, c in containers(tpl["spec"]):
             if not is_gateway(c):
                 continue
+            seen += 1
             for a in (c.get("args") or []):
                 if a.startswith("--"):
                     name = a.split("=", 1)[0]
@@ -315,6 +317,9 @@ def flags(docs, help_path):
                 known = f"[env: {e['name']}=" in help_text
                 print(f"  {'ok' if known else 'UNKNOWN'}: env {e['name']}")
                 bad += not known
+    if not seen:
+        print("  no gateway container")
+        return 1
     return 1 if bad else 0
 
 

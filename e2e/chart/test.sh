@@ -812,11 +812,11 @@ t_sidecar_static() {
   "$gw_bin" --help > "$WORK/gateway-help.txt" || return 1
   echo "examples/gateway/deployment.yaml:"
   "${SIDECAR[@]}" flags "$GW_EXAMPLE/deployment.yaml" "$WORK/gateway-help.txt" || return 1
-  sed 's/--bundle-dir=/--bundle-directory=/' "$GW_EXAMPLE/deployment.yaml" > "$WORK/unknown-flag.yaml"
+  sed 's/--credentials-dir=/--credential-dir=/' "$GW_EXAMPLE/deployment.yaml" > "$WORK/unknown-flag.yaml"
   if "${SIDECAR[@]}" flags "$WORK/unknown-flag.yaml" "$WORK/gateway-help.txt" >/dev/null; then
     echo "control: an unknown flag passed"; return 1
   fi
-  echo "ok: control: an unknown flag (--bundle-directory) is caught"
+  echo "ok: control: an unknown flag (--credential-dir) is caught"
   # The binary itself, with the example's flags and environment, its mounts laid out
   # under a directory (the bundle the CLI compiles from the example's governance).
   mkdir -p "$WORK/gw-smoke" || return 1
@@ -863,7 +863,7 @@ t_gateway_example() {
   no_warnings "$WORK/gw-dry.log" || return 1
   sed 's/^/  /' "$WORK/gw-dry.log"
   local docs applied
-  docs=$(cat "$GW_EXAMPLE"/*.yaml | python3 -c 'import sys, yaml; print(sum(1 for d in yaml.safe_load_all(sys.stdin) if d))')
+  docs=$(python3 -c 'import sys, yaml; print(sum(1 for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d))' "$GW_EXAMPLE"/*.yaml)
   applied=$(grep -c '(server dry run)' "$WORK/gw-dry.log")
   [[ "$docs" == "$applied" ]] || { echo "$docs documents, $applied accepted"; return 1; }
   echo "ok: dry-run=server of $GW_EXAMPLE: all $docs objects accepted, no warnings"
