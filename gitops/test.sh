@@ -1,29 +1,14 @@
 #!/usr/bin/env bash
-# Tests of gitops/: the Argo CD health checks run by real Lua interpreters over captured
-# status fixtures, the same fixtures read the way Flux (kstatus) reads them, and the
+# Tests of gitops/: the Argo CD health checks and Flux's readings of the mcpgov.io kinds,
+# run by the libraries those tools run them with (gitops/health/: gopher-lua, kstatus from
+# sigs.k8s.io/cli-utils, cel-go) over captured status fixtures, static checks, and the
 # freshness of argocd/argocd-cm-patch.yaml. No cluster needed.
 #
-# Needs python3 and Debian's lua5.4 (or lua5.3) and lua5.1 (Argo CD's gopher-lua speaks
-# Lua 5.1): installed here with apt-get when missing. Last line: `N passed, N failed`.
+# Needs python3, and Go to build mcpgov-health the first time (build-health.sh caches
+# it). Last line: `N passed, N failed`.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
-
-modern=""
-for l in lua5.4 lua5.3; do
-  if command -v "$l" >/dev/null; then modern="$l"; break; fi
-done
-if [[ -z "$modern" ]] || ! command -v lua5.1 >/dev/null; then
-  if ! command -v apt-get >/dev/null || [[ "$(id -u)" != 0 ]]; then
-    echo "lua5.4 and lua5.1 are needed: apt-get install lua5.4 lua5.1 (as root)" >&2
-    exit 1
-  fi
-  echo "== installing lua5.4 and lua5.1 (Debian packages)"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq lua5.4 lua5.1 >/dev/null
-  modern="${modern:-lua5.4}"
-fi
 
 passed=0
 failed=0
@@ -55,13 +40,21 @@ fi
 echo "== static checks"
 tally python3 test/check_static.py .
 
-for l in "$modern" lua5.1; do
-  echo "== Argo CD health checks under $l"
-  tally "$l" test/run.lua .
-done
-
-echo "== kstatus (Flux) and the proposed healthCheckExprs"
-tally python3 test/kstatus.py .
+echo "== mcpgov-health (gitops/health/; built once, then cached)"
+if health="$(bash build-health.sh)"; then
+  "$health" versions | sed 's/^/   /'
+  echo "== the harness: Argo CD's Lua sandbox, hostile scripts, expressions and fixtures"
+  tally "$health" selftest
+  echo "== Argo CD: the argocd-cm-patch.yaml health checks in gopher-lua"
+  tally "$health" lua .
+  echo "== Flux: kstatus (sigs.k8s.io/cli-utils)"
+  tally "$health" kstatus .
+  echo "== Flux 2.5+: the proposed healthCheckExprs in cel-go"
+  tally "$health" cel .
+else
+  echo "FAIL mcpgov-health did not build"
+  failed=$((failed + 1))
+fi
 
 echo
 echo "$passed passed, $failed failed"

@@ -47,7 +47,7 @@ python3 scripts/check-dockerfile.py --selftest Dockerfile "$out" >/dev/null
 rm -rf "$out"
 echo "release binaries build; the operator serves the committed CRDs, the gateway is $version"
 
-echo "== GitOps health: Argo CD Lua checks and kstatus over captured status"
+echo "== GitOps health: Argo CD Lua (gopher-lua), kstatus and Flux CEL over captured status"
 bash gitops/test.sh
 
 echo "== alert rules (promtool check + unit tests)"
@@ -69,9 +69,11 @@ echo "control plane up in $(( $(date +%s) - start ))s"
 source "$MCPGOV_E2E_DIR/env"
 kubectl apply --server-side --field-manager=mcpgov-install -f crds/ >/dev/null
 kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null
-cargo build --locked -q -p mcpgov
+# The operator and the gateway (e2e/tests/gateway.rs runs it in front of real servers).
+cargo build --locked -q -p mcpgov -p mcpgov-gateway
 export MCPGOV_MCP_STATE="$MCPGOV_E2E_DIR/mcp-servers"
 export MCPGOV_BIN="$CARGO_TARGET_DIR/debug/mcpgov"
+export MCPGOV_GATEWAY_BIN="$CARGO_TARGET_DIR/debug/mcpgov-gateway"
 export MCPGOV_E2E_LOGS="$MCPGOV_E2E_DIR/operator-logs"
 start=$(date +%s)
 if ! cargo test --locked -p mcpgov-e2e; then

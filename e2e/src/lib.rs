@@ -3,6 +3,7 @@
 //! namespace and its own operator process watching only that namespace, and waits on
 //! conditions with a deadline instead of sleeping.
 
+pub mod gateway;
 pub mod kubectl_docs;
 pub mod projector;
 pub use projector::{Projection, Projector};
@@ -46,7 +47,7 @@ pub async fn namespace(client: &Client, test: &str) -> String {
     name
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -362,7 +363,7 @@ fn mcp_scripts() -> PathBuf {
 
 /// This crate's directory: cargo's runtime variable first, since a build shared by
 /// several checkouts (one target dir) can carry another checkout's compile-time path.
-fn crate_dir() -> PathBuf {
+pub(crate) fn crate_dir() -> PathBuf {
     std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))

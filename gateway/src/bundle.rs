@@ -61,6 +61,18 @@ impl Loaded {
         v
     }
 
+    /// The servers with a tool whose `eligibleUntil` falls in `(after, until]`.
+    pub fn expiring(&self, after: Timestamp, until: Timestamp) -> Vec<String> {
+        self.tools
+            .iter()
+            .filter(|(_, m)| {
+                m.values()
+                    .any(|p| p.eligible_until.is_some_and(|u| after < u && u <= until))
+            })
+            .map(|(s, _)| s.clone())
+            .collect()
+    }
+
     /// The next instant an `eligibleUntil` passes, after `now`.
     pub fn next_expiry(&self, now: Timestamp) -> Option<(Timestamp, String)> {
         self.tools
@@ -247,6 +259,9 @@ pub enum Reload {
     },
     /// The new content is invalid; the last good bundle (if any) stays.
     Kept(Invalid),
+    /// After an invalid read, the content is valid again and is the bundle already in
+    /// force (a ConfigMap repaired to the same bytes): nothing to swap, but valid again.
+    Restored,
 }
 
 /// The bundle in force. Readers take a snapshot with [`BundleStore::current`].
@@ -293,10 +308,13 @@ impl BundleStore {
         }
         match read_dir(&self.dir, &self.expect) {
             Ok(new) => {
-                *self.last_error.lock().expect("not poisoned") = None;
+                let was_invalid = self.last_error.lock().expect("not poisoned").take();
                 let old = self.current.load_full();
                 if old.as_ref().is_some_and(|o| o.sha == new.sha) {
-                    return Reload::Unchanged;
+                    return match was_invalid {
+                        Some(_) => Reload::Restored,
+                        None => Reload::Unchanged,
+                    };
                 }
                 let new = Arc::new(new);
                 self.current.store(Some(new.clone()));
@@ -394,6 +412,25 @@ mod tests {
             ("Strict", "Review")
         );
         assert!(store.last_error().is_none());
+    }
+
+    /// Regression: a bundle repaired to the bytes already in force used to read as
+    /// `Unchanged`, so `mcpgov_gateway_bundle_valid` stayed 0 for good.
+    #[test]
+    fn the_same_bundle_after_an_invalid_one_is_restored() {
+        let d = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(d.path().to_path_buf(), expect());
+        swap(d.path(), 1, &[(BUNDLE_FILE, &doc("Strict"))]);
+        assert!(matches!(store.reload(false), Reload::Swapped { .. }));
+        swap(d.path(), 2, &[(BUNDLE_FILE, b"{not json")]);
+        assert!(matches!(store.reload(false), Reload::Kept(_)));
+        swap(d.path(), 3, &[(BUNDLE_FILE, &doc("Strict"))]);
+        assert!(matches!(store.reload(false), Reload::Restored));
+        assert!(store.last_error().is_none());
+        assert!(matches!(store.reload(false), Reload::Unchanged));
+        // Broken again: reported again (the error is not deduplicated across a repair).
+        swap(d.path(), 4, &[(BUNDLE_FILE, b"{not json")]);
+        assert!(matches!(store.reload(false), Reload::Kept(_)));
     }
 
     #[test]

@@ -292,6 +292,42 @@ mod tests {
         assert_eq!(b.next_expiry(at), None);
     }
 
+    /// Regression: the reload loop looked the next expiry up after "now", so an instant
+    /// that passed while a poll or a reload ran was never announced (no list_changed).
+    /// It now looks after the last instant announced, and announces every server due.
+    #[test]
+    fn an_expiry_passed_while_busy_is_still_due_for_every_server() {
+        let b = bundle(json!([tool(
+            "x",
+            "eligible",
+            json!({"eligibleUntil": "2026-12-01T12:00:01Z"})
+        )]));
+        let at: Timestamp = "2026-12-01T12:00:01Z".parse().unwrap();
+        let announced: Timestamp = "2026-12-01T12:00:00Z".parse().unwrap();
+        // The loop comes round 5 ms late: the instant is behind it, and still next.
+        assert_eq!(b.next_expiry(announced).map(|(t, _)| t), Some(at));
+        assert_eq!(b.expiring(announced, at), vec!["team/srv".to_string()]);
+        // Announced once: not again.
+        assert_eq!(b.expiring(at, at), Vec::<String>::new());
+        // Two servers expiring at the same instant are both due.
+        let until = json!({"eligibleUntil": "2026-12-01T12:00:01Z"});
+        let mut y = tool("y", "eligible", until);
+        y["server"] = json!("team/other");
+        y["key"] = json!("team/other::y");
+        let server = |key: &str| json!({"endpoint": {"headers": [], "transport": "StreamableHTTP", "url": "http://127.0.0.1:1/mcp"}, "key": key});
+        let doc = json!({
+            "agent": {"name": "bot", "namespace": "team"},
+            "catalogDigest": "sha256:00", "defaultDecision": "deny", "governanceDigest": "sha256:00",
+            "kind": "mcpgov.io/policy-bundle", "profile": "Strict", "schemaVersion": 2,
+            "servers": [server("team/other"), server("team/srv")],
+            "tools": [y, tool("x", "eligible", json!({"eligibleUntil": "2026-12-01T12:00:01Z"}))],
+        });
+        let b = load_bytes(&serde_json::to_vec(&doc).unwrap(), None, &expect()).unwrap();
+        let mut due = b.expiring(announced, at);
+        due.sort();
+        assert_eq!(due, ["team/other", "team/srv"]);
+    }
+
     #[test]
     fn unpinned_and_mismatched_contracts_denied() {
         let b = bundle(json!([

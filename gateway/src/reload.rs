@@ -28,6 +28,10 @@ pub fn reload_now(app: &App, force: bool) {
             info!(sha = %new.sha, previous = ?old.as_ref().map(|o| o.sha.clone()), tools, servers = new.servers.len(), "bundle loaded");
             app.bundle_swapped(old.as_deref(), &new);
         }
+        Reload::Restored => {
+            app.metrics.bundle_valid.set(1);
+            info!("the bundle on disk is valid again (the one in force)");
+        }
         Reload::Kept(e) => {
             app.metrics.bundle_valid.set(0);
             app.metrics
@@ -68,9 +72,13 @@ pub async fn run(app: Arc<App>, poll: Duration) {
     };
     watch(&mut watcher);
     reload_now(&app, true);
+    // Expiries up to this instant have been announced. The next one is looked up after
+    // it, not after "now": an instant that passed while another branch ran (a poll, a
+    // reload on a busy machine) is still announced, at once.
+    let mut announced = Timestamp::now();
     loop {
         let now = Timestamp::now();
-        let expiry = app.store.current().and_then(|b| b.next_expiry(now));
+        let expiry = app.store.current().and_then(|b| b.next_expiry(announced));
         let until_expiry = expiry
             .as_ref()
             .map(|(t, _)| Duration::from_millis(t.duration_since(now).as_millis().max(0) as u64))
@@ -79,14 +87,23 @@ pub async fn run(app: Arc<App>, poll: Duration) {
             _ = rx.recv() => {}
             _ = tokio::time::sleep(poll) => watch(&mut watcher),
             _ = tokio::time::sleep(until_expiry), if expiry.is_some() => {
-                let (at, server) = expiry.expect("guarded");
+                let (at, _) = expiry.expect("guarded");
                 // Sleep rounds down to the millisecond: make sure the instant has passed.
                 let wait = at.duration_since(Timestamp::now());
                 if wait.is_positive() {
                     tokio::time::sleep(Duration::from_millis(wait.as_millis() as u64 + 1)).await;
                 }
-                info!(%server, %at, "an exception expired: tools/list_changed to its sessions");
-                app.notify_list_changed(&server);
+                // Every server with a tool expiring by then (several may share the instant).
+                let due = app
+                    .store
+                    .current()
+                    .map(|b| b.expiring(announced, at))
+                    .unwrap_or_default();
+                for server in due {
+                    info!(%server, %at, "an exception expired: tools/list_changed to its sessions");
+                    app.notify_list_changed(&server);
+                }
+                announced = at;
                 continue;
             }
         }

@@ -5,8 +5,10 @@
   resource.customizations.health.<group>_<Kind>, and nothing else (read back here with a
   small reader of its block scalars, independent of render-cm.sh);
 - the `common` block is identical in the four health.lua files;
-- the scripts stay within what Argo CD's Lua (gopher-lua, Lua 5.1) runs;
-- every fixture is in test/expected.json exactly once, with the three expectations.
+- the scripts stay within what Argo CD's Lua (gopher-lua, Lua 5.1) runs, on paths the
+  fixtures may not reach (mcpgov-health runs them in gopher-lua itself);
+- every fixture is in test/expected.json exactly once, with the three expectations;
+- docs/gitops.md shows the healthCheckExprs that expected.json evaluates.
 Prints one line per check and, last, `RESULT static passed=N failed=N`.
 """
 
@@ -78,10 +80,13 @@ def main():
     check(all(blocks.values()) and len(set(blocks.values())) == 1,
           "the common block is identical in the four health.lua files")
 
-    # gopher-lua is Lua 5.1: no goto/labels, no integer division, no bitwise operators,
-    # and Argo CD opens no io/os/debug for health scripts.
+    # gopher-lua is Lua 5.1: no goto/labels, no integer division, no bitwise operators;
+    # Argo CD opens only base, table and package for a custom health check (no
+    # useOpenLibs): no string, math, io, os, debug, nor string methods (s:find).
     banned = [(r"\bgoto\b|::\w+::", "goto"), (r"//", "integer division"),
-              (r"[^~=<>]~[^=]|<<|>>", "bitwise operator"), (r"\b(io|os|debug|require)\b[.(]", "library"),
+              (r"[^~=<>]~[^=]|<<|>>", "bitwise operator"),
+              (r"\b(io|os|debug|require|string|math)\b[.(]", "library"),
+              (r"[\w)\]\"']:\w+\(", "method call (string methods are not opened)"),
               (r"\t", "tab")]
     for kind, text in scripts.items():
         code = "\n".join(line.split("--", 1)[0] for line in text.split("\n"))
@@ -90,7 +95,14 @@ def main():
         check(text.rstrip().endswith("return hs"), f"{kind}/health.lua ends with `return hs`")
 
     with open(os.path.join(root, "test", "expected.json")) as f:
-        cases = json.load(f)["cases"]
+        expected = json.load(f)
+    cases = expected["cases"]
+    exprs = expected.get("fluxHealthCheckExprs", {})
+    with open(os.path.join(root, "..", "docs", "gitops.md")) as f:
+        docs = f.read()
+    for name in ("inProgress", "failed", "current"):
+        line = f'{name}: "{exprs.get(name)}"'
+        check(bool(exprs.get(name)) and line in docs, f"docs/gitops.md shows the evaluated {name} expression")
     listed = [c["fixture"] for c in cases]
     on_disk = sorted(n for n in os.listdir(os.path.join(root, "test", "fixtures")) if n.endswith(".json"))
     check(sorted(listed) == on_disk and len(set(listed)) == len(listed),

@@ -9,7 +9,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use std::path::PathBuf;
 
-pub const CATALOG_FIELD_MANAGER: &str = "mcpgov-crawler";
+pub use crate::names::CATALOG_FIELD_MANAGER;
 
 /// Apply the status catalog of every MCPServer in `files` (read within the default
 /// limits); returns how many.

@@ -9,5 +9,6 @@ pub mod controller;
 pub mod crawler;
 pub mod crd;
 pub mod manifest;
+pub mod names;
 pub mod text;
 pub mod validate;

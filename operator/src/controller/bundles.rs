@@ -1,7 +1,6 @@
 //! The bundle ConfigMap of an Agent: stable name, owner reference, labels, and the
 //! annotations that identify what it was compiled from.
 
-use super::watch::{MANAGED_BY, MANAGER};
 use crate::crd::Agent;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -9,12 +8,11 @@ use kube::{Resource, ResourceExt};
 use mcpgov_engine::Bundle;
 use std::collections::BTreeMap;
 
-pub const DATA_KEY: &str = "bundle.json";
-pub const AGENT_LABEL: &str = "mcpgov.io/agent";
-pub const SHA_ANNOTATION: &str = "mcpgov.io/bundle-sha256";
-pub const REVISION_ANNOTATION: &str = "mcpgov.io/revision";
-pub const INSTANCE_ANNOTATION: &str = "mcpgov.io/graph-instance";
-pub const GENERATION_ANNOTATION: &str = "mcpgov.io/graph-generation";
+pub use crate::names::{
+    AGENT_LABEL, DATA_KEY, GENERATION_ANNOTATION, INSTANCE_ANNOTATION, REVISION_ANNOTATION,
+    SHA_ANNOTATION,
+};
+use crate::names::{MANAGED_BY, MANAGER};
 
 /// `spec.bundle.configMapName`, or `<agent>-mcpgov-bundle`.
 pub fn config_map_name(agent: &Agent) -> String {

@@ -18,9 +18,7 @@
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt;
 
-pub const CREDENTIALS_LABEL: &str = "mcpgov.io/credentials";
-pub const ALLOWED_HOSTS: &str = "mcpgov.io/allowed-hosts";
-pub const ALLOWED_SERVERS: &str = "mcpgov.io/allowed-servers";
+pub use crate::names::{ALLOWED_HOSTS, ALLOWED_SERVERS, CREDENTIALS_LABEL};
 
 /// Why a Secret may not be used for a request; the text goes into status (it names
 /// only the Secret and the rule, never a value).

@@ -30,9 +30,7 @@ pub const ALL: [Watched; 5] = [
     Watched::ConfigMap,
 ];
 
-/// Label on every ConfigMap the operator owns.
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-pub const MANAGER: &str = "mcpgov";
+use crate::names::{MANAGED_BY, MANAGER};
 
 impl Watched {
     pub fn name(self) -> &'static str {

@@ -13,7 +13,8 @@ use serde::de::DeserializeOwned;
 use std::fmt;
 use std::time::Duration;
 
-pub const FIELD_MANAGER: &str = "mcpgov";
+pub use crate::names::FIELD_MANAGER;
+
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Errors of the write path. The variant, not a formatted string, labels metrics.
