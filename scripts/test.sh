@@ -33,13 +33,19 @@ if [[ "${1:-}" == --fast ]]; then
   exit 0
 fi
 
-echo "== release build (the image's build script)"
+echo "== release build (the images' build script) and the Dockerfile's stages"
 out=$(mktemp -d)
 bash scripts/build-release.sh "$out" >/dev/null 2>&1
 "$out/mcpgov" crds | diff -q - crds/mcpgov.io.yaml >/dev/null
-grep -q 'scripts/build-release.sh' Dockerfile
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"$/\1/p' Cargo.toml)
+[[ "$("$out/mcpgov-gateway" --version)" == "mcpgov-gateway $version" ]] ||
+  { echo "mcpgov-gateway --version does not print $version"; exit 1; }
+# No Docker engine here: the stages are checked as text (gateway stage, operator last,
+# non-root, binaries the script built), and the check must catch broken Dockerfiles.
+python3 scripts/check-dockerfile.py Dockerfile "$out"
+python3 scripts/check-dockerfile.py --selftest Dockerfile "$out" >/dev/null
 rm -rf "$out"
-echo "release binary builds and serves the committed CRDs"
+echo "release binaries build; the operator serves the committed CRDs, the gateway is $version"
 
 echo "== GitOps health: Argo CD Lua (gopher-lua), kstatus and Flux CEL over captured status"
 bash gitops/test.sh

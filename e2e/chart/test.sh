@@ -21,6 +21,13 @@
 #      manager: the test shows that nothing aggregated them, aggregates as its
 #      clusterrole-aggregation controller would (check.py aggregate), and also binds the
 #      chart's roles directly
+#   6c. the gateway sidecar: examples/gateway and the README's patch, statically
+#      (e2e/chart/sidecar.py: the bundle mounted whole as <agent>-mcpgov-bundle, Secrets in
+#      the gateway container only, flags the gateway binary knows; the checker must notice
+#      mutations; the gateway binary run with the example's flags and mounts gets ready),
+#      then `kubectl apply --dry-run=server` of the example (CRDs installed)
+#      and `kubectl patch --dry-run=server` of an agent Deployment with the README's
+#      snippet, their pods admitted under Pod Security "restricted" (enforce)
 #   7. prints the rendered RBAC rules
 #
 # Exits non-zero when a test fails; the last line is "N passed, N failed".
@@ -756,6 +763,136 @@ no  create agents.mcpgov.io
 EOF
 }
 
+# ---------------------------------------------------------------- 6c. gateway sidecar
+SIDECAR=(python3 e2e/chart/sidecar.py)
+GW_EXAMPLE=examples/gateway
+# The README's snippet is a patch: the test applies it to this agent Deployment, and
+# checks the result with this MCPServer (its header Secret is the snippet's).
+SNIPPET_NS=gw-snippet
+SNIPPET_BASE='
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: my-agent, namespace: gw-snippet}
+spec:
+  selector: {matchLabels: {app: my-agent}}
+  template:
+    metadata: {labels: {app: my-agent}}
+    spec:
+      containers:
+        - name: agent
+          image: registry.example/my-agent:1.0
+          securityContext:
+            runAsNonRoot: true
+            runAsUser: 10001
+            allowPrivilegeEscalation: false
+            capabilities: {drop: [ALL]}
+            seccompProfile: {type: RuntimeDefault}
+'
+SNIPPET_SERVER='
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: tools, namespace: gw-snippet}
+spec:
+  endpoint:
+    url: http://tools.gw-snippet.svc:8080/mcp
+    headers: [{name: Authorization, valueFrom: {secretKeyRef: {name: tools-mcp-token, key: token}}}]
+'
+
+t_sidecar_static() {
+  "${SIDECAR[@]}" check "$GW_EXAMPLE"/*.yaml || return 1
+  echo "the checker notices broken sidecars (mutations of the example):"
+  "${SIDECAR[@]}" selftest "$GW_EXAMPLE"/*.yaml || return 1
+  "${SIDECAR[@]}" snippet "$CHART/README.md" > "$WORK/snippet.yaml" || return 1
+  python3 -c 'import sys, yaml; d = yaml.safe_load(open(sys.argv[1])); assert d["spec"]["template"]["spec"]["initContainers"]' \
+    "$WORK/snippet.yaml" || { echo "the README's snippet has no initContainers"; return 1; }
+  echo "ok: the chart README's snippet extracted ($(wc -l < "$WORK/snippet.yaml") lines)"
+  # The flags and environment variables given to the gateway are ones it has.
+  cargo build --locked -q -p mcpgov-gateway -p mcpgov || { echo "cargo build failed"; return 1; }
+  local gw_bin="$CARGO_TARGET_DIR/debug/mcpgov-gateway"
+  "$gw_bin" --help > "$WORK/gateway-help.txt" || return 1
+  echo "examples/gateway/deployment.yaml:"
+  "${SIDECAR[@]}" flags "$GW_EXAMPLE/deployment.yaml" "$WORK/gateway-help.txt" || return 1
+  sed 's/--credentials-dir=/--credential-dir=/' "$GW_EXAMPLE/deployment.yaml" > "$WORK/unknown-flag.yaml"
+  if "${SIDECAR[@]}" flags "$WORK/unknown-flag.yaml" "$WORK/gateway-help.txt" >/dev/null; then
+    echo "control: an unknown flag passed"; return 1
+  fi
+  echo "ok: control: an unknown flag (--credential-dir) is caught"
+  # The binary itself, with the example's flags and environment, its mounts laid out
+  # under a directory (the bundle the CLI compiles from the example's governance).
+  mkdir -p "$WORK/gw-smoke" || return 1
+  "${SIDECAR[@]}" smoke "$GW_EXAMPLE" "$gw_bin" "$CARGO_TARGET_DIR/debug/mcpgov" "$WORK/gw-smoke" || return 1
+  python3 - "$WORK/snippet.yaml" > "$WORK/snippet-as-deployment.yaml" <<'PY' || return 1
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+d.update(apiVersion="apps/v1", kind="Deployment", metadata={"name": "snippet"})
+yaml.safe_dump(d, sys.stdout)
+PY
+  echo "the README's snippet:"
+  "${SIDECAR[@]}" flags "$WORK/snippet-as-deployment.yaml" "$WORK/gateway-help.txt"
+}
+
+# no_warnings LOG: kubectl printed no warning (Pod Security warns on workloads).
+no_warnings() {
+  if grep -i "warning" "$1"; then echo "warnings above"; return 1; fi
+}
+
+# pss_admitted PODS.yaml: each Pod is admitted under enforce=restricted, and the same
+# Pod with privilege escalation allowed in every container is refused (enforcement on).
+pss_admitted() {
+  kubectl apply --dry-run=server -f "$1" > "$1.log" 2>&1 || { cat "$1.log"; echo "refused"; return 1; }
+  no_warnings "$1.log" || return 1
+  sed 's/^/  /' "$1.log"
+  sed 's/allowPrivilegeEscalation: false/allowPrivilegeEscalation: true/' "$1" > "$1.bad"
+  if cmp -s "$1" "$1.bad"; then echo "control: nothing to mutate"; return 1; fi
+  if kubectl apply --dry-run=server -f "$1.bad" > "$1.bad.log" 2>&1; then
+    echo "control pod with allowPrivilegeEscalation=true admitted: enforcement is off"; return 1
+  fi
+  grep -o 'violates PodSecurity "restricted:[^"]*"' "$1.bad.log" | head -n 1 | sed 's/^/  control refused: /'
+}
+
+t_gateway_example() {
+  [[ -f "$STATE/env" ]] || { echo "no control plane"; return 1; }
+  # Agent, Grant, Policy and MCPServer need the CRDs.
+  kubectl apply --server-side --force-conflicts --field-manager=chart-test -f crds/ >/dev/null || return 1
+  kubectl wait --for condition=established --timeout=60s -f crds/ >/dev/null || return 1
+  # The namespace for real (objects cannot be dry-run into a namespace that does not
+  # exist); it enforces Pod Security "restricted".
+  kubectl apply -f "$GW_EXAMPLE/namespace.yaml" | sed 's/^/  /'
+  kubectl apply --dry-run=server -f "$GW_EXAMPLE/" > "$WORK/gw-dry.log" 2>&1 ||
+    { cat "$WORK/gw-dry.log"; echo "dry-run of $GW_EXAMPLE refused"; return 1; }
+  no_warnings "$WORK/gw-dry.log" || return 1
+  sed 's/^/  /' "$WORK/gw-dry.log"
+  local docs applied
+  docs=$(python3 -c 'import sys, yaml; print(sum(1 for f in sys.argv[1:] for d in yaml.safe_load_all(open(f)) if d))' "$GW_EXAMPLE"/*.yaml)
+  applied=$(grep -c '(server dry run)' "$WORK/gw-dry.log")
+  [[ "$docs" == "$applied" ]] || { echo "$docs documents, $applied accepted"; return 1; }
+  echo "ok: dry-run=server of $GW_EXAMPLE: all $docs objects accepted, no warnings"
+  "${SIDECAR[@]}" pods "$GW_EXAMPLE/deployment.yaml" > "$WORK/gw-pod.yaml" || return 1
+  pss_admitted "$WORK/gw-pod.yaml" || return 1
+  echo "ok: the agent pod with its gateway is admitted under Pod Security restricted (enforce)"
+}
+
+t_gateway_snippet() {
+  [[ -f "$STATE/env" && -s "$WORK/snippet.yaml" ]] || { echo "needs the control plane and the snippet"; return 1; }
+  kubectl create namespace "$SNIPPET_NS" >/dev/null || return 1
+  kubectl label namespace "$SNIPPET_NS" pod-security.kubernetes.io/enforce=restricted \
+    pod-security.kubernetes.io/warn=restricted >/dev/null || return 1
+  echo "$SNIPPET_BASE" | kubectl apply -f - | sed 's/^/  /'
+  # As the README says to run it (strategic merge, kubectl's default), dry-run on the server.
+  kubectl -n "$SNIPPET_NS" patch deployment my-agent --patch-file "$WORK/snippet.yaml" \
+    --dry-run=server -o yaml > "$WORK/patched.yaml" 2> "$WORK/patch.log" ||
+    { cat "$WORK/patch.log"; echo "the README's patch is refused"; return 1; }
+  no_warnings "$WORK/patch.log" || return 1
+  [[ -z "$(kubectl -n "$SNIPPET_NS" get deployment my-agent -o jsonpath='{.spec.template.spec.initContainers}')" ]] ||
+    { echo "the dry-run changed the Deployment"; return 1; }
+  echo "ok: kubectl patch --dry-run=server with the README's snippet accepted, no warnings (nothing stored)"
+  echo "$SNIPPET_SERVER" > "$WORK/snippet-server.yaml"
+  "${SIDECAR[@]}" check "$WORK/patched.yaml" "$WORK/snippet-server.yaml" || return 1
+  "${SIDECAR[@]}" pods "$WORK/patched.yaml" > "$WORK/snippet-pod.yaml" || return 1
+  pss_admitted "$WORK/snippet-pod.yaml" || return 1
+  echo "ok: the patched agent pod is admitted under Pod Security restricted (enforce)"
+}
+
 # ---------------------------------------------------------------- 7. RBAC rules
 t_print_rules() {
   render default > "$WORK/render-rules.yaml" || return 1
@@ -769,6 +906,7 @@ run "helm from Go modules (cached)" t_helm
 [[ -n "$HELM" ]] || { echo "$passed passed, $failed failed (no helm: stopped)"; exit 1; }
 run "helm lint / lint --strict" t_lint
 run "values.schema.json and README cover every value" "${CHECK[@]}" coverage "$CHART"
+run "gateway sidecar (examples/gateway, the README's patch): static checks, flags the gateway knows" t_sidecar_static
 run "templates use no lookup/rand/now" t_no_nondeterminism
 for set in "${VALID_SETS[@]}"; do
   run "helm template -f values/$set.yaml --kube-version $KUBE_VERSION" t_template "$set"
@@ -796,6 +934,8 @@ run "RBAC for real: the operator as the chart's ServiceAccount; can-i" t_rbac_re
 run "RBAC for real with watchNamespace: a RoleBinding in that namespace only" t_rbac_watch_namespace
 run "negative control: without ConfigMap writes the log says 'forbidden'" t_rbac_negative_control
 run "tenant RBAC: users bound to view/edit/admin (and the chart's roles directly)" t_tenant_rbac
+run "examples/gateway: kubectl apply --dry-run=server; its pod under Pod Security restricted" t_gateway_example
+run "chart README's sidecar patch: kubectl patch --dry-run=server; Pod Security restricted" t_gateway_snippet
 run "rendered RBAC rules" t_print_rules
 
 echo
