@@ -41,6 +41,9 @@ grep -q 'scripts/build-release.sh' Dockerfile
 rm -rf "$out"
 echo "release binary builds and serves the committed CRDs"
 
+echo "== gateway benchmark, smoke run (keeps it working; figures: bash bench/gateway-bench.sh)"
+bash bench/gateway-bench.sh --quick >/dev/null
+
 echo "== GitOps health: Argo CD Lua checks and kstatus over captured status"
 bash gitops/test.sh
 

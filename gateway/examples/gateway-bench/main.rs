@@ -38,7 +38,7 @@ use mcpgov_gateway::contracts::{Contracts, check_arguments, live_tool};
 use mcpgov_gateway::decision::{DecisionRecord, Verdict, argument_names};
 use mcpgov_gateway::policy::{bundle_allows, contract_matches};
 use serde_json::{Value, json};
-use stats::{cpu_time, load1, median, mib, pct, rss_kib, us};
+use stats::{cpu_time, load1, median, mib, pct, rss_kib, sched, us};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -51,6 +51,12 @@ const NS: &str = "team";
 const SERVER: &str = "team/bench";
 /// The tool whose decision the bundle swaps flip.
 const FLIPPED: usize = 0;
+
+static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+
+fn cpus() -> usize {
+    CPUS.get().copied().unwrap_or(0)
+}
 
 struct Args {
     gateway: PathBuf,
@@ -168,15 +174,67 @@ fn log(msg: impl AsRef<str>) {
     eprintln!("[gateway-bench] {}", msg.as_ref());
 }
 
-/// `taskset -c CPU` in front of a command when pinning.
-fn pinned(pin: Option<usize>, program: &Path) -> Command {
-    match pin {
-        Some(cpu) => {
-            let mut c = Command::new("taskset");
-            c.arg("-c").arg(cpu.to_string()).arg(program);
-            c
-        }
-        None => Command::new(program),
+/// `taskset -a -c -p CPUS PID`: every thread of a running process.
+fn pin_all(pid: u32, cpus: &str) -> Result<(), String> {
+    let ok = Command::new("taskset")
+        .args(["-a", "-c", "-p", cpus, &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then_some(())
+        .ok_or_else(|| format!("taskset -p {cpus} {pid} failed (--no-pin runs without)"))
+}
+
+/// The gateway binary with its defaults, killed on drop.
+struct Gateway {
+    child: Killed,
+    ops: String,
+    url: String,
+    audit: PathBuf,
+}
+
+impl Gateway {
+    /// Started under `taskset -c CPU` when `cpu` is given; ready (bundle loaded) on return.
+    async fn start(
+        a: &Args,
+        http: &reqwest::Client,
+        bundle_dir: &Path,
+        work: &Path,
+        cpu: Option<usize>,
+    ) -> Result<Gateway, String> {
+        let mut cmd = match cpu {
+            Some(c) => {
+                let mut t = Command::new("taskset");
+                t.arg("-c").arg(c.to_string()).arg(&a.gateway);
+                t
+            }
+            None => Command::new(&a.gateway),
+        };
+        let (p, o) = (free_port(), free_port());
+        let audit = work.join(format!("audit-{p}.jsonl"));
+        let file = |p: &Path| std::fs::File::create(p).map_err(|e| e.to_string());
+        let child = cmd
+            .args(["--bundle-dir", bundle_dir.to_str().expect("utf-8 path")])
+            .args(["--agent-name", AGENT, "--agent-namespace", NS])
+            .args(["--listen", &format!("127.0.0.1:{p}")])
+            .args(["--ops-listen", &format!("127.0.0.1:{o}")])
+            .args([
+                "--credentials-dir",
+                work.join("creds").to_str().expect("utf-8 path"),
+            ])
+            .stdout(Stdio::from(file(&audit)?))
+            .stderr(Stdio::from(file(&work.join(format!("gateway-{p}.log")))?))
+            .spawn()
+            .map_err(|e| format!("start the gateway {}: {e}", a.gateway.display()))?;
+        let mut child = Killed(child);
+        let ops = format!("http://127.0.0.1:{o}");
+        wait_ready(http, &ops, &mut child.0).await?;
+        Ok(Gateway {
+            child,
+            ops,
+            url: format!("http://127.0.0.1:{p}/mcp/{SERVER}"),
+            audit,
+        })
     }
 }
 
@@ -579,20 +637,9 @@ async fn gateway_metric(http: &reqwest::Client, ops: &str, name: &str) -> Option
 
 fn main() {
     let args = parse_args();
+    // Before pinning narrows what the process sees.
+    let _ = CPUS.set(std::thread::available_parallelism().map_or(0, |n| n.get()));
     let _ = rustls::crypto::ring::default_provider().install_default();
-    if args.pin {
-        // Before the runtime starts: every thread inherits the main thread's affinity.
-        let ok = Command::new("taskset")
-            .args(["-cp", &args.client_cpu.to_string()])
-            .arg(std::process::id().to_string())
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            log("taskset failed: run with --no-pin");
-            std::process::exit(1);
-        }
-    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -609,11 +656,10 @@ fn main() {
 async fn run(a: &Args) -> Result<(), String> {
     let load_start = load1();
     let work = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let pin = |cpu| a.pin.then_some(cpu);
 
     // The upstream, in a child process next to this one.
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut up = pinned(pin(a.client_cpu), &me)
+    let mut up = Command::new(&me)
         .arg("--serve-upstream")
         .stdout(Stdio::piped())
         .spawn()
@@ -642,35 +688,13 @@ async fn run(a: &Args) -> Result<(), String> {
         generation: 0,
     };
     vol.publish(&bundles[0]);
-    let (p, o) = (free_port(), free_port());
-    let audit = work.path().join("audit.jsonl");
-    let gw_log = work.path().join("gateway.log");
-    let gw = pinned(pin(a.gateway_cpu), &a.gateway)
-        .args(["--bundle-dir", vol_dir.to_str().expect("utf-8 path")])
-        .args(["--agent-name", AGENT, "--agent-namespace", NS])
-        .args(["--listen", &format!("127.0.0.1:{p}")])
-        .args(["--ops-listen", &format!("127.0.0.1:{o}")])
-        .args([
-            "--credentials-dir",
-            work.path().join("creds").to_str().expect("utf-8 path"),
-        ])
-        .stdout(Stdio::from(
-            std::fs::File::create(&audit).map_err(|e| e.to_string())?,
-        ))
-        .stderr(Stdio::from(
-            std::fs::File::create(&gw_log).map_err(|e| e.to_string())?,
-        ))
-        .spawn()
-        .map_err(|e| format!("start the gateway {}: {e}", a.gateway.display()))?;
-    let mut gw = Killed(gw);
-    let (gw_pid, up_pid) = (gw.0.id(), up.0.id());
-    let ops = format!("http://127.0.0.1:{o}");
-    let via_url = format!("http://127.0.0.1:{p}/mcp/{SERVER}");
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
         .build()
         .map_err(|e| e.to_string())?;
-    wait_ready(&http, &ops, &mut gw.0).await?;
+    let gw = Gateway::start(a, &http, &vol_dir, work.path(), None).await?;
+    let (gw_pid, up_pid) = (gw.child.0.id(), up.0.id());
+    let (ops, via_url) = (gw.ops.clone(), gw.url.clone());
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_start = rss_kib(gw_pid).ok_or("no RSS for the gateway")?.0;
 
@@ -682,10 +706,13 @@ async fn run(a: &Args) -> Result<(), String> {
     calls(&mut direct, &mut via, a.calls.min(200)).await?;
     let mut call_rounds = Vec::new();
     let mut list_rounds = Vec::new();
+    let (run0, wait0) = sched(gw_pid);
     for _ in 0..a.rounds {
         call_rounds.push(calls(&mut direct, &mut via, a.calls).await?);
         list_rounds.push(lists(&mut direct, &mut via, a.lists).await?);
     }
+    let (run1, wait1) = sched(gw_pid);
+    let contention = (run1 - run0, wait1 - wait0);
     let decision_mean_us = match (
         gateway_metric(&http, &ops, "mcpgov_gateway_added_latency_seconds_sum").await,
         gateway_metric(&http, &ops, "mcpgov_gateway_added_latency_seconds_count").await,
@@ -705,20 +732,39 @@ async fn run(a: &Args) -> Result<(), String> {
     }
 
     log("4/5 throughput");
+    // One gateway pinned to one core (its runtime then has one worker); the client and
+    // the upstream pinned to another so that they do not take the gateway's core.
+    let tp_gw = if a.pin {
+        Some(Gateway::start(a, &http, &vol_dir, work.path(), Some(a.gateway_cpu)).await?)
+    } else {
+        None
+    };
+    let (tp_pid, tp_url) = match &tp_gw {
+        Some(g) => (g.child.0.id(), g.url.clone()),
+        None => (gw_pid, via_url.clone()),
+    };
+    let all_cpus = format!("0-{}", cpus().max(1) - 1);
+    if a.pin {
+        pin_all(std::process::id(), &a.client_cpu.to_string())?;
+        pin_all(up_pid, &a.client_cpu.to_string())?;
+    }
     let mut tput = Vec::new();
+    let (run0, wait0) = sched(tp_pid);
     for _ in 0..a.rounds {
         tput.push(
             load(
                 &http,
-                &via_url,
+                &tp_url,
                 a.concurrency,
                 false,
                 a.throughput_secs,
-                (gw_pid, up_pid),
+                (tp_pid, up_pid),
             )
             .await?,
         );
     }
+    let (run1, wait1) = sched(tp_pid);
+    let tp_contention = (run1 - run0, wait1 - wait0);
     let tput_direct = load(
         &http,
         &upstream_url,
@@ -728,6 +774,11 @@ async fn run(a: &Args) -> Result<(), String> {
         (up_pid, up_pid),
     )
     .await?;
+    if a.pin {
+        pin_all(std::process::id(), &all_cpus)?;
+        pin_all(up_pid, &all_cpus)?;
+    }
+    drop(tp_gw);
 
     log(format!("5/5 {} sessions", a.sessions));
     let many = load(
@@ -745,7 +796,7 @@ async fn run(a: &Args) -> Result<(), String> {
     via.close().await;
     let load_end = load1();
 
-    let audit_lines = std::fs::read_to_string(&audit)
+    let audit_lines = std::fs::read_to_string(&gw.audit)
         .map(|s| s.lines().count())
         .unwrap_or(0);
     if audit_lines == 0 {
@@ -764,6 +815,8 @@ async fn run(a: &Args) -> Result<(), String> {
         tput_direct,
         many,
         rss: (rss_start, rss_idle, rss_after, hwm),
+        contention,
+        tp_contention,
         audit_lines,
     };
     let j = report.json();
@@ -810,6 +863,9 @@ struct Report<'a> {
     many: Load,
     /// KiB: after start, idle after traffic, after the session load, VmHWM.
     rss: (u64, u64, u64, u64),
+    /// The gateway's time on a CPU and waiting for one, during phase 2 / throughput.
+    contention: (Duration, Duration),
+    tp_contention: (Duration, Duration),
     audit_lines: usize,
 }
 
@@ -864,7 +920,7 @@ impl Report<'_> {
             "revision": self.a.revision,
             "time": Timestamp::now().round(jiff::Unit::Second).map(|t| t.to_string()).unwrap_or_default(),
             "quick": self.a.quick,
-            "machine": {"cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            "machine": {"cpus": cpus(),
                         "load1_start": self.load.0, "load1_end": self.load.1,
                         "pinned": self.a.pin.then(|| json!({"gateway_cpu": self.a.gateway_cpu, "client_and_upstream_cpu": self.a.client_cpu}))},
             "targets": {"call_added_p50_us": 300, "call_added_p99_us": 1000, "decision_us": 50,
@@ -889,6 +945,12 @@ impl Report<'_> {
                         "under_sessions_peak": mib(self.many.rss_peak_kib),
                         "after_sessions_closed": mib(self.rss.2), "vmhwm": mib(self.rss.3)},
             "audit_lines": self.audit_lines,
+            "gateway_sched": {
+                "phase2_cpu_s": self.contention.0.as_secs_f64(),
+                "phase2_runqueue_wait_s": self.contention.1.as_secs_f64(),
+                "throughput_cpu_s": self.tp_contention.0.as_secs_f64(),
+                "throughput_runqueue_wait_s": self.tp_contention.1.as_secs_f64(),
+            },
         })
     }
 
@@ -929,11 +991,24 @@ impl Report<'_> {
         let swap_max = pct(&self.swap_ms, 100.0);
         let pinned = if self.a.pin {
             format!(
-                "gateway pinned to CPU {} (taskset: one runtime worker), upstream and client on CPU {}",
+                "nothing pinned except for the throughput rounds, which use a second gateway pinned to CPU {} (taskset: its runtime has one worker) with the client and the upstream pinned to CPU {}",
                 self.a.gateway_cpu, self.a.client_cpu
             )
         } else {
-            "not pinned".into()
+            "nothing pinned".into()
+        };
+        let requests: usize = self
+            .call_rounds
+            .iter()
+            .chain(&self.list_rounds)
+            .map(|r| r.via.len())
+            .sum();
+        let waited = |c: &(Duration, Duration)| {
+            format!(
+                "{:.1} s on a CPU, {:.1} s runnable but waiting for one",
+                c.0.as_secs_f64(),
+                c.1.as_secs_f64()
+            )
         };
         let quick = if self.a.quick {
             "\n**Quick smoke run: too few samples to quote.**\n"
@@ -1005,7 +1080,8 @@ impl Report<'_> {
              - Direct and via calls alternate call by call (the order flips each pair), {calls} pairs per round, {rounds} rounds; lists likewise, {lists} pairs per round. Added = percentile via − percentile direct (the same client code on both paths).\n\
              - Throughput rounds: {tput_rounds}. Direct to the upstream with the same client: {direct:.0} calls/s.\n\
              - Under {sessions} sessions: {many:.0} calls/s (gateway CPU {many_cpu:.0}%).\n\
-             - Swaps: {swaps}.\n",
+             - Swaps: {swaps}.\n\
+             - Contention (the gateway's threads, `/proc/<pid>/task/*/schedstat`): during the call and list rounds {phase2} ({per_req:.0} µs of waiting per request through it); during the throughput rounds {tp}.\n",
             rev = if self.a.revision.is_empty() {
                 String::new()
             } else {
@@ -1016,9 +1092,7 @@ impl Report<'_> {
             } else {
                 &self.a.command
             },
-            cpus = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(0),
+            cpus = cpus(),
             l0 = self.load.0,
             l1 = self.load.1,
             audit = self.audit_lines,
@@ -1030,6 +1104,9 @@ impl Report<'_> {
             sessions = self.a.sessions,
             many = Self::calls_per_s(&self.many),
             many_cpu = 100.0 * self.many.gateway_cpu / self.many.secs,
+            phase2 = waited(&self.contention),
+            per_req = self.contention.1.as_secs_f64() * 1e6 / requests.max(1) as f64,
+            tp = waited(&self.tp_contention),
             swaps = self
                 .swap_ms
                 .iter()

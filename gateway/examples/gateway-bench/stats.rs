@@ -67,3 +67,23 @@ pub fn load1() -> f64 {
 pub fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
 }
+
+/// Time on a CPU and time runnable but waiting for one, over all threads of a process
+/// (`/proc/<pid>/task/*/schedstat`): the wait is what the rest of the machine costs it.
+pub fn sched(pid: u32) -> (Duration, Duration) {
+    let mut run = 0u64;
+    let mut wait = 0u64;
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for t in tasks.flatten() {
+            if let Ok(s) = std::fs::read_to_string(t.path().join("schedstat")) {
+                let f: Vec<u64> = s
+                    .split_whitespace()
+                    .filter_map(|x| x.parse().ok())
+                    .collect();
+                run += f.first().copied().unwrap_or(0);
+                wait += f.get(1).copied().unwrap_or(0);
+            }
+        }
+    }
+    (Duration::from_nanos(run), Duration::from_nanos(wait))
+}

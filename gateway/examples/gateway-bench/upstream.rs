@@ -122,5 +122,9 @@ pub async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
         "/mcp",
         get(stream).post(post).delete(|| async { StatusCode::OK }),
     );
+    // As server SDKs do (Node's HTTP server sets it by default).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).await
 }
