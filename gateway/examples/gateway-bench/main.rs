@@ -317,6 +317,8 @@ impl Volume {
 struct DecisionFigures {
     decision: Vec<f64>,
     with_record: Vec<f64>,
+    /// The work of filtering one 100-tool `tools/list` answer.
+    list: Vec<f64>,
 }
 
 fn decision_in_process(bytes: &[u8], iters: usize) -> DecisionFigures {
@@ -394,9 +396,36 @@ fn decision_in_process(bytes: &[u8], iters: usize) -> DecisionFigures {
         std::hint::black_box(serde_json::to_vec(&msg).expect("forwarded"));
         with_record.push(us(t.elapsed()));
     }
+    // What the gateway does to a `tools/list` answer: parse it, digest and decide every
+    // tool, write it out again.
+    let answer =
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": upstream::tools()}}).to_string();
+    let mut list = Vec::new();
+    for _ in 0..(iters / 1000).max(20) {
+        let t = Instant::now();
+        let mut v: Value = serde_json::from_str(&answer).expect("json");
+        let tools = v
+            .pointer_mut("/result/tools")
+            .and_then(Value::as_array_mut)
+            .expect("tools");
+        let mut seen = Vec::with_capacity(tools.len());
+        let mut kept = Vec::with_capacity(tools.len());
+        for raw in tools.drain(..) {
+            let (name, live) = live_tool(&raw).expect("a tool");
+            let p = bundle_allows(Some(&b), SERVER, &name, Timestamp::now()).expect("eligible");
+            contract_matches(p, Some(&live.digest)).expect("the approved contract");
+            seen.push((name, live));
+            kept.push(raw);
+        }
+        *tools = kept;
+        std::hint::black_box(v.to_string());
+        std::hint::black_box(seen);
+        list.push(us(t.elapsed()));
+    }
     DecisionFigures {
         decision,
         with_record,
+        list,
     }
 }
 
@@ -931,6 +960,8 @@ impl Report<'_> {
                 "p50_us": pct(&self.dec.decision, 50.0), "p99_us": pct(&self.dec.decision, 99.0),
                 "with_parse_and_record_p50_us": pct(&self.dec.with_record, 50.0),
                 "with_parse_and_record_p99_us": pct(&self.dec.with_record, 99.0),
+                "list_filter_100_p50_us": pct(&self.dec.list, 50.0),
+                "list_filter_100_p99_us": pct(&self.dec.list, 99.0),
                 "gateway_metric_mean_us": self.decision_mean_us,
             },
             "tools_call": paired(&self.call_rounds),
@@ -1043,6 +1074,12 @@ impl Report<'_> {
                 "| … with request parse, decision record and re-serialisation | p50 {:.1} µs, p99 {:.1} µs | — | |",
                 pct(&d.with_record, 50.0),
                 pct(&d.with_record, 99.0)
+            ),
+            format!(
+                "| filtering a 100-tool `tools/list` answer, in process (parse, digest and decide each tool, write out) | p50 {:.0} µs, p99 {:.0} µs ({} lists) | — | |",
+                pct(&d.list, 50.0),
+                pct(&d.list, 99.0),
+                d.list.len()
             ),
         ];
         if let Some(m) = self.decision_mean_us {
