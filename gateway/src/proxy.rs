@@ -269,16 +269,19 @@ impl App {
 /// streamed event by event, and with Nagle's algorithm a small write waiting behind an
 /// unacknowledged one stalls until the client's delayed ACK (tens of milliseconds on a
 /// `tools/list` answer).
-pub async fn listen(
-    addr: std::net::SocketAddr,
-) -> std::io::Result<impl axum::serve::Listener<Addr = std::net::SocketAddr>> {
+pub async fn listen(addr: std::net::SocketAddr) -> std::io::Result<AgentListener> {
     use axum::serve::ListenerExt;
     let l = tokio::net::TcpListener::bind(addr).await?;
-    Ok(l.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            debug!(error = %e, "TCP_NODELAY not set");
-        }
-    }))
+    Ok(l.tap_io(no_delay as fn(&mut tokio::net::TcpStream)))
+}
+
+pub type AgentListener =
+    axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)>;
+
+fn no_delay(tcp: &mut tokio::net::TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        debug!(error = %e, "TCP_NODELAY not set");
+    }
 }
 
 pub fn mcp_router(app: Arc<App>) -> Router {
