@@ -627,7 +627,7 @@ impl ListFilter {
         let mut kept = Vec::with_capacity(tools.len());
         let mut ok = true;
         for raw in tools.drain(..) {
-            let live = live_tool(&raw);
+            let live = app.contracts.live_tool(&raw);
             let verdict = match &live {
                 None => Err((
                     Denial::new(
