@@ -5,12 +5,14 @@
 # Prints a table and writes bench/GATEWAY-RESULTS.md and bench/gateway-results.json.
 #
 # Usage: bench/gateway-bench.sh [--quick] [gateway-bench args...]
-#   (release build; ~1.5 min on 2 cores; driver: gateway/examples/gateway-bench/)
+#   (release build; ~40 s to 1.5 min of measuring; driver: gateway/examples/gateway-bench/)
 #   --quick: a ~10 s smoke run on the debug build (wrong answers fail it, figures never
 #   do); writes nothing. scripts/test.sh runs it so the bench keeps compiling and working.
 #
-# Needs taskset (util-linux) and 2 cores for the full run: the gateway is pinned to CPU 1,
-# the client and the upstream to CPU 0 (`--no-pin`, `--gateway-cpu N`, `--client-cpu N`).
+# Needs taskset (util-linux) and 2 cores for the full run: the throughput rounds use a
+# gateway pinned to CPU 1 and move the client and the upstream to CPU 0 (`--no-pin`,
+# `--gateway-cpu N`, `--client-cpu N`); the other phases pin nothing. Run it when the
+# machine is quiet: the report states the load and the gateway's run-queue wait.
 # Knobs: MCPGOV_BENCH_OUT_DIR=DIR writes the two files there instead of bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -8,9 +8,8 @@
 //! ```
 //!
 //! One run on loopback: an upstream MCP server with 100 tools (`upstream.rs`, a child
-//! process of this binary), the release gateway in front of it (a child process pinned to
-//! `--gateway-cpu` with taskset, so its runtime has one worker), and this process as the
-//! client (pinned with the upstream to `--client-cpu`). Measured:
+//! process of this binary), the release gateway in front of it (a child process with its
+//! defaults, not pinned), and this process as the client. Measured:
 //!
 //! 1. the decision in process: bundle lookup, live contract check and argument
 //!    validation, the gateway's own functions on the same bundle and tools;
@@ -18,11 +17,16 @@
 //!    interleaved call by call (the order alternates), in rounds;
 //! 3. a kubelet-style `..data` swap that flips one tool's decision, timed until a call
 //!    sees the new decision;
-//! 4. throughput through the gateway at `--concurrency` sessions, with the gateway's CPU
-//!    time (calls per CPU-second of the gateway is its one-core capacity);
+//! 4. throughput at `--concurrency` sessions through a second gateway started under
+//!    `taskset -c <--gateway-cpu>` (its runtime then has one worker), the client and the
+//!    upstream moved to `--client-cpu` meanwhile; with the gateway's CPU time (calls per
+//!    CPU-second of the gateway is its one-core capacity, also when the core is shared);
 //! 5. RSS: after start with the bundle loaded, idle after traffic, and under
 //!    `--sessions` concurrent sessions each with a standalone GET stream open and calls
 //!    in flight.
+//!
+//! Each run also reports the gateway's run-queue wait (`/proc/<pid>/task/*/schedstat`):
+//! on a shared machine it says how much of a p99 is other work.
 //!
 //! `--quick` runs each part briefly (a smoke test: it fails on any wrong answer, never on
 //! a figure) and writes nothing unless asked.
