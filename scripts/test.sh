@@ -47,6 +47,9 @@ python3 scripts/check-dockerfile.py --selftest Dockerfile "$out" >/dev/null
 rm -rf "$out"
 echo "release binaries build; the operator serves the committed CRDs, the gateway is $version"
 
+echo "== gateway benchmark, smoke run (keeps it working; figures: bash bench/gateway-bench.sh)"
+bash bench/gateway-bench.sh --quick >/dev/null
+
 echo "== GitOps health: Argo CD Lua (gopher-lua), kstatus and Flux CEL over captured status"
 bash gitops/test.sh
 

@@ -4,12 +4,16 @@
 
 use mcpgov_core::contract::tool_contract_digest;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Validators held at most (each is small; a hostile server could list many tools).
 const MAX_VALIDATORS: usize = 4096;
+/// Contract digests remembered at most (~100 bytes each), keyed by the sha256 of the
+/// tool's serialised entry.
+const MAX_DIGESTS: usize = 4096;
 /// Tools remembered per server at most.
 pub const MAX_TOOLS_PER_SERVER: usize = 10_000;
 
@@ -30,14 +34,25 @@ pub struct Contracts {
     ttl: Duration,
     servers: Mutex<HashMap<String, ServerView>>,
     validators: Mutex<HashMap<(String, String), Checker>>,
+    /// sha256 of a listed tool's JSON text → its contract digest: every `tools/list`
+    /// answer repeats the same entries, and the digest (canonical JSON of the contract
+    /// fields) is most of the cost of filtering one.
+    digests: Mutex<HashMap<[u8; 32], String>>,
     /// One self-fetch of a server's list at a time.
     fetching: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 /// A tool entry's name and contract digest, or why it has none.
 pub fn live_tool(raw: &Value) -> Option<(String, LiveTool)> {
+    live_tool_with(raw, |text| tool_contract_digest(text).ok())
+}
+
+fn live_tool_with(
+    raw: &Value,
+    digest_of: impl FnOnce(&str) -> Option<String>,
+) -> Option<(String, LiveTool)> {
     let name = raw.get("name")?.as_str()?.to_string();
-    let digest = tool_contract_digest(&serde_json::to_string(raw).ok()?).ok()?;
+    let digest = digest_of(&serde_json::to_string(raw).ok()?)?;
     let input_schema = raw.get("inputSchema").cloned().unwrap_or(Value::Null);
     Some((
         name,
@@ -54,8 +69,27 @@ impl Contracts {
             ttl,
             servers: Mutex::new(HashMap::new()),
             validators: Mutex::new(HashMap::new()),
+            digests: Mutex::new(HashMap::new()),
             fetching: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// [`live_tool`], the digest remembered by the exact text of the entry (the same
+    /// bytes always have the same digest; a changed entry is another key).
+    pub fn live_tool(&self, raw: &Value) -> Option<(String, LiveTool)> {
+        live_tool_with(raw, |text| {
+            let key: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+            if let Some(d) = self.digests.lock().expect("not poisoned").get(&key) {
+                return Some(d.clone());
+            }
+            let d = tool_contract_digest(text).ok()?;
+            let mut m = self.digests.lock().expect("not poisoned");
+            if m.len() >= MAX_DIGESTS {
+                m.clear();
+            }
+            m.insert(key, d.clone());
+            Some(d)
+        })
     }
 
     /// The live tool, if this server's view is fresh and lists it. `None`: no fresh view
@@ -184,6 +218,28 @@ mod tests {
             .unwrap()
         );
         assert!(live_tool(&json!({"description": "no name"})).is_none());
+    }
+
+    #[test]
+    fn remembered_digests_are_the_digests_of_the_same_text() {
+        let c = Contracts::new(Duration::from_secs(60));
+        let raw = json!({"name": "t", "description": "d", "inputSchema": {"type": "object"}});
+        let (_, want) = live_tool(&raw).unwrap();
+        for _ in 0..2 {
+            assert_eq!(c.live_tool(&raw).unwrap().1.digest, want.digest);
+        }
+        // A rug pull changes the text: never the remembered digest of the old one.
+        let pulled = json!({"name": "t", "description": "d!", "inputSchema": {"type": "object"}});
+        let (_, changed) = c.live_tool(&pulled).unwrap();
+        assert_ne!(changed.digest, want.digest);
+        assert_eq!(changed.digest, live_tool(&pulled).unwrap().1.digest);
+        assert!(c.live_tool(&json!({"description": "no name"})).is_none());
+        // Bounded: a server listing ever-new tools cannot grow it past the cap.
+        for i in 0..MAX_DIGESTS + 10 {
+            c.live_tool(&json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}}))
+                .unwrap();
+        }
+        assert!(c.digests.lock().unwrap().len() <= MAX_DIGESTS);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use mcpgov_gateway::audit::{ArgKey, AuditLog, AuditOptions, Output, verify_main}
 use mcpgov_gateway::bundle::{BundleStore, Expect};
 use mcpgov_gateway::contracts::Contracts;
 use mcpgov_gateway::decision::ChainSink;
-use mcpgov_gateway::proxy::{App, Config, Mode, mcp_router, ops_router};
+use mcpgov_gateway::proxy::{App, Config, Mode, listen, mcp_router, ops_router};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -156,9 +156,9 @@ async fn serve(cli: Run) -> Result<(), Box<dyn std::error::Error>> {
         app.clone(),
         Duration::from_millis(cli.poll_ms),
     ));
-    let mcp = tokio::net::TcpListener::bind(cli.listen).await?;
+    let mcp = listen(cli.listen).await?;
     let ops = tokio::net::TcpListener::bind(cli.ops_listen).await?;
-    info!(mcp = %mcp.local_addr()?, ops = %ops.local_addr()?, mode = ?cli.mode, "listening");
+    info!(mcp = %axum::serve::Listener::local_addr(&mcp)?, ops = %ops.local_addr()?, mode = ?cli.mode, "listening");
     let ops_router = ops_router(app.clone());
     let ops_task = tokio::spawn(async move { axum::serve(ops, ops_router).await });
     let mcp_app = mcp_router(app);

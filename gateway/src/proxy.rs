@@ -265,6 +265,25 @@ impl App {
     }
 }
 
+/// The agent-facing listener. Accepted connections get `TCP_NODELAY`: responses are
+/// streamed event by event, and with Nagle's algorithm a small write waiting behind an
+/// unacknowledged one stalls until the client's delayed ACK (tens of milliseconds on a
+/// `tools/list` answer).
+pub async fn listen(addr: std::net::SocketAddr) -> std::io::Result<AgentListener> {
+    use axum::serve::ListenerExt;
+    let l = tokio::net::TcpListener::bind(addr).await?;
+    Ok(l.tap_io(no_delay as fn(&mut tokio::net::TcpStream)))
+}
+
+pub type AgentListener =
+    axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)>;
+
+fn no_delay(tcp: &mut tokio::net::TcpStream) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        debug!(error = %e, "TCP_NODELAY not set");
+    }
+}
+
 pub fn mcp_router(app: Arc<App>) -> Router {
     Router::new()
         .route(
@@ -608,7 +627,7 @@ impl ListFilter {
         let mut kept = Vec::with_capacity(tools.len());
         let mut ok = true;
         for raw in tools.drain(..) {
-            let live = live_tool(&raw);
+            let live = app.contracts.live_tool(&raw);
             let verdict = match &live {
                 None => Err((
                     Denial::new(
@@ -1070,5 +1089,24 @@ fn legacy_delete(app: &App, server: &BundleServer, headers: &HeaderMap) -> Respo
             StatusCode::OK.into_response()
         }
         None => rpc_error(StatusCode::NOT_FOUND, None, -32001, "session not found"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::serve::Listener;
+
+    #[tokio::test]
+    async fn agent_connections_are_not_delayed_by_nagle() {
+        let mut l = listen("127.0.0.1:0".parse().unwrap()).await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let client = tokio::spawn(tokio::net::TcpStream::connect(addr));
+        let (io, _) = l.accept().await;
+        assert!(
+            io.nodelay().unwrap(),
+            "accepted connection without TCP_NODELAY"
+        );
+        client.await.unwrap().unwrap();
     }
 }
