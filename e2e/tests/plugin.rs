@@ -280,8 +280,20 @@ async fn why_check_access_and_bundle_verify_through_kubectl() {
     ]);
     assert_eq!(ok(&why_flag), why);
 
-    // bundle --verify: the published ConfigMap is what the live estate compiles to.
-    let verified = ok(&run(&["bundle", "vibe-coder", "--verify"]));
+    // bundle --verify: the published ConfigMap is what the live estate compiles to. The
+    // operator may still be settling (one revision per input it saw), so the sha to find
+    // is the one the Agent's status reports by then, within a bound.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let (verified, current) = loop {
+        let out = ok(&run(&["bundle", "vibe-coder", "--verify"]));
+        let a = agents.get("vibe-coder").await.unwrap();
+        let sha = a.status.and_then(|s| s.bundle).map(|b| b.sha256);
+        let sha = sha.unwrap_or_default();
+        if out.contains(&sha) || std::time::Instant::now() > deadline {
+            break (out, sha);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
     assert!(
         verified.starts_with(&format!(
             "verified: ConfigMap {ns}/{} holds the bundle of Agent {ns}/vibe-coder",
@@ -289,7 +301,10 @@ async fn why_check_access_and_bundle_verify_through_kubectl() {
         )),
         "{verified}"
     );
-    assert!(verified.contains(&published.sha256), "{verified}");
+    assert!(
+        verified.contains(&current),
+        "{verified} (status says {current})"
+    );
     // Without --verify, the plugin prints the bytes the ConfigMap holds.
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
     let cm = cms.get(&published.config_map_name).await.unwrap();
