@@ -215,23 +215,65 @@ fn strings(v: &Value) -> Vec<&str> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn the_agent_lists_only_its_eligible_tools_and_a_rejected_call_is_blocked() {
-    let client = client().await;
-    let ns = namespace(&client, "gw-lists").await;
-    let srv = McpServer::start("everything-http", &[]);
-    let _op = Operator::start_crawling(&ns, 300).await;
+/// What most tests start from: their namespace, a real upstream `server` (from
+/// e2e/mcp-servers, with `args`), an operator crawling it, MCPServer `name` with
+/// `data_access`, the ledger Deny, Agent `helper` under Review and a Grant of `tools`
+/// applied and crawled, and the bundle ConfigMap projected into a directory.
+struct Estate {
+    ns: String,
+    _srv: McpServer,
+    op: Operator,
+    catalog: MCPServer,
+    volume: VolumeDir,
+    _projector: Projector,
+}
+
+async fn estate(
+    client: &kube::Client,
+    prefix: &str,
+    (server_kind, args): (&str, &[&str]),
+    (name, data_access): (&str, &str),
+    tools: &[&str],
+) -> Estate {
+    let ns = namespace(client, prefix).await;
+    let srv = McpServer::start(server_kind, args);
+    let op = Operator::start_crawling(&ns, 300).await;
     apply(
-        &client,
+        client,
         &ns,
-        &(server("everything", &srv.url, SUM_WRITES_LEDGER)
+        &(server(name, &srv.url, data_access)
             + &ledger_deny_and_agent("Review")
             + "---"
-            + &grant(&["everything::echo", "everything::get-sum"], "")),
+            + &grant(tools, "")),
     )
     .await
     .unwrap();
-    let catalog = crawled(&client, &ns, "everything").await.status.unwrap();
+    let catalog = crawled(client, &ns, name).await;
+    let volume = VolumeDir::new(&ns);
+    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
+    Estate {
+        ns,
+        _srv: srv,
+        op,
+        catalog,
+        volume,
+        _projector,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_lists_only_its_eligible_tools_and_a_rejected_call_is_blocked() {
+    let client = client().await;
+    let e = estate(
+        &client,
+        "gw-lists",
+        ("everything-http", &[]),
+        ("everything", SUM_WRITES_LEDGER),
+        &["everything::echo", "everything::get-sum"],
+    )
+    .await;
+    let (ns, volume) = (e.ns.clone(), &e.volume);
+    let catalog = e.catalog.status.clone().unwrap();
     let ungranted = catalog
         .tools
         .iter()
@@ -239,8 +281,6 @@ async fn the_agent_lists_only_its_eligible_tools_and_a_rejected_call_is_blocked(
         .find(|n| n != "echo" && n != "get-sum")
         .expect("server-everything has more tools");
 
-    let volume = VolumeDir::new(&ns);
-    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
     let gw = Gateway::start(&volume.0, &ns, AGENT, "enforce", &[]).await;
     // The gateway's identity of the bundle is the operator's annotation.
     let b = in_force(&client, &ns, &gw, "echo eligible, get-sum rejected", |d| {
@@ -559,23 +599,16 @@ async fn a_rug_pull_hides_the_tool_and_blocks_its_calls() {
 #[tokio::test(flavor = "multi_thread")]
 async fn arguments_outside_the_input_schema_are_blocked() {
     let client = client().await;
-    let ns = namespace(&client, "gw-args").await;
     // tool_000: {text: string (required), count: integer >= 0}, nothing else.
-    let srv = McpServer::start("testserver", &["--tools", "2"]);
-    let _op = Operator::start_crawling(&ns, 300).await;
-    apply(
+    let e = estate(
         &client,
-        &ns,
-        &(server("tests", &srv.url, "")
-            + &ledger_deny_and_agent("Review")
-            + "---"
-            + &grant(&["tests::tool_000"], "")),
+        "gw-args",
+        ("testserver", &["--tools", "2"]),
+        ("tests", ""),
+        &["tests::tool_000"],
     )
-    .await
-    .unwrap();
-    crawled(&client, &ns, "tests").await;
-    let volume = VolumeDir::new(&ns);
-    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
+    .await;
+    let (ns, volume) = (e.ns.clone(), &e.volume);
     let gw = Gateway::start(&volume.0, &ns, AGENT, "args", &[]).await;
     let b = in_force(&client, &ns, &gw, "tool_000 eligible", |d| {
         decision(d, "tool_000").as_deref() == Some("eligible")
@@ -619,23 +652,16 @@ async fn arguments_outside_the_input_schema_are_blocked() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_exception_expiring_flips_the_decision_at_its_instant() {
     let client = client().await;
-    let ns = namespace(&client, "gw-expiry").await;
-    let srv = McpServer::start("testserver", &["--tools", "2"]);
-    let op = Operator::start_crawling(&ns, 300).await;
     let writes = r#"{tool: tool_000, resource: "file:///ledger/entries", mode: Writes, provenance: {evidence: "testserver.py"}}"#;
-    apply(
+    let e = estate(
         &client,
-        &ns,
-        &(server("tests", &srv.url, writes)
-            + &ledger_deny_and_agent("Review")
-            + "---"
-            + &grant(&["tests::tool_000", "tests::tool_001"], "")),
+        "gw-expiry",
+        ("testserver", &["--tools", "2"]),
+        ("tests", writes),
+        &["tests::tool_000", "tests::tool_001"],
     )
-    .await
-    .unwrap();
-    crawled(&client, &ns, "tests").await;
-    let volume = VolumeDir::new(&ns);
-    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
+    .await;
+    let (ns, volume) = (e.ns.clone(), &e.volume);
     let gw = Gateway::start(&volume.0, &ns, AGENT, "expiry", &[]).await;
     in_force(&client, &ns, &gw, "tool_000 rejected", |d| {
         decision(d, "tool_000").as_deref() == Some("rejected")
@@ -676,7 +702,7 @@ async fn an_exception_expiring_flips_the_decision_at_its_instant() {
     .await;
     // From here on only the gateway's clock may flip it: the operator would republish
     // after the expiry, and it is not running.
-    op.stop();
+    e.op.stop();
     s.drain_list_changed();
     let r = s.call("tool_000", json!({"text": "before"})).await;
     assert!(
@@ -748,24 +774,18 @@ async fn an_exception_expiring_flips_the_decision_at_its_instant() {
 #[tokio::test(flavor = "multi_thread")]
 async fn warn_mode_forwards_and_records_what_enforce_would_block() {
     let client = client().await;
-    let ns = namespace(&client, "gw-warn").await;
-    let srv = McpServer::start("everything-http", &[]);
-    let _op = Operator::start_crawling(&ns, 300).await;
-    apply(
+    let e = estate(
         &client,
-        &ns,
-        &(server("everything", &srv.url, SUM_WRITES_LEDGER)
-            + &ledger_deny_and_agent("Review")
-            + "---"
-            + &grant(&["everything::echo", "everything::get-sum"], "")),
+        "gw-warn",
+        ("everything-http", &[]),
+        ("everything", SUM_WRITES_LEDGER),
+        &["everything::echo", "everything::get-sum"],
     )
-    .await
-    .unwrap();
-    let catalog = crawled(&client, &ns, "everything").await.status.unwrap();
+    .await;
+    let (ns, volume) = (e.ns.clone(), &e.volume);
+    let catalog = e.catalog.status.clone().unwrap();
     let mut everything: Vec<String> = catalog.tools.iter().map(|t| t.name.clone()).collect();
     everything.sort();
-    let volume = VolumeDir::new(&ns);
-    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
     let gw = Gateway::start(&volume.0, &ns, AGENT, "warn", &["--mode", "warn"]).await;
     in_force(&client, &ns, &gw, "get-sum rejected", |d| {
         decision(d, "get-sum").as_deref() == Some("rejected")
@@ -815,22 +835,15 @@ async fn warn_mode_forwards_and_records_what_enforce_would_block() {
 #[tokio::test(flavor = "multi_thread")]
 async fn audit_verify_accepts_the_log_and_names_each_tampered_line() {
     let client = client().await;
-    let ns = namespace(&client, "gw-audit").await;
-    let srv = McpServer::start("testserver", &["--tools", "2"]);
-    let _op = Operator::start_crawling(&ns, 300).await;
-    apply(
+    let e = estate(
         &client,
-        &ns,
-        &(server("tests", &srv.url, "")
-            + &ledger_deny_and_agent("Review")
-            + "---"
-            + &grant(&["tests::tool_000"], "")),
+        "gw-audit",
+        ("testserver", &["--tools", "2"]),
+        ("tests", ""),
+        &["tests::tool_000"],
     )
-    .await
-    .unwrap();
-    crawled(&client, &ns, "tests").await;
-    let volume = VolumeDir::new(&ns);
-    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
+    .await;
+    let (ns, volume) = (e.ns.clone(), &e.volume);
     let route = format!("{ns}/tests");
     let secret = "s3cret-in-the-arguments";
 
