@@ -142,6 +142,7 @@ async fn serve(cli: Run) -> Result<(), Box<dyn std::error::Error>> {
         max_body: cli.max_body_bytes,
         max_message: cli.max_message_bytes,
         list_timeout: Duration::from_secs(cli.list_timeout_secs),
+        loopback_only: cli.listen.ip().is_loopback(),
     };
     let app = Arc::new(App::new(
         cfg,

@@ -52,6 +52,9 @@ pub struct Config {
     pub max_message: usize,
     /// How long the gateway's own `tools/list` of a server may take.
     pub list_timeout: Duration,
+    /// The MCP listener is on loopback: only loopback names are accepted in `Host` and
+    /// `Origin` (DNS rebinding protection).
+    pub loopback_only: bool,
 }
 
 struct OpenStream {
@@ -290,7 +293,69 @@ pub fn mcp_router(app: Arc<App>) -> Router {
             "/mcp/{namespace}/{server}",
             get(handle_get).post(handle_post).delete(handle_delete),
         )
+        .route_layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            rebinding_guard,
+        ))
         .with_state(app)
+}
+
+/// DNS rebinding: a web page whose name resolves to 127.0.0.1 reaches a loopback listener
+/// with its own name in `Host` and `Origin`. On loopback, anything but a loopback name in
+/// either is refused before it is read (no decision is made, so nothing is recorded).
+async fn rebinding_guard(
+    State(app): State<Arc<App>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if app.cfg.loopback_only
+        && let Some(why) = foreign_host_or_origin(req.headers())
+    {
+        warn!(header = %why, "refused a request naming a foreign host (DNS rebinding protection)");
+        return (
+            StatusCode::FORBIDDEN,
+            format!("forbidden: {why} is not a loopback name\n"),
+        )
+            .into_response();
+    }
+    next.run(req).await
+}
+
+/// The offending header, escaped, when `Host` or `Origin` names anything but
+/// `localhost`, `127.0.0.1` or `[::1]` (with any port).
+fn foreign_host_or_origin(headers: &HeaderMap) -> Option<String> {
+    fn loopback_authority(a: &str) -> bool {
+        let host = match a.strip_prefix('[') {
+            Some(rest) => match rest.split_once(']') {
+                Some((h, port)) if port.is_empty() || port.starts_with(':') => h,
+                _ => return false,
+            },
+            None => a.split_once(':').map_or(a, |(h, _)| h),
+        };
+        host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
+    }
+    let shown = |name: &str, v: &HeaderValue| {
+        format!(
+            "{name} {:?}",
+            String::from_utf8_lossy(&v.as_bytes()[..v.len().min(100)])
+        )
+    };
+    if let Some(v) = headers.get(header::HOST)
+        && !v.to_str().is_ok_and(loopback_authority)
+    {
+        return Some(shown("Host", v));
+    }
+    if let Some(v) = headers.get(header::ORIGIN) {
+        let ok = v.to_str().is_ok_and(|o| {
+            o.strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"))
+                .is_some_and(loopback_authority)
+        });
+        if !ok {
+            return Some(shown("Origin", v));
+        }
+    }
+    None
 }
 
 pub fn ops_router(app: Arc<App>) -> Router {
@@ -1089,6 +1154,67 @@ fn legacy_delete(app: &App, server: &BundleServer, headers: &HeaderMap) -> Respo
             StatusCode::OK.into_response()
         }
         None => rpc_error(StatusCode::NOT_FOUND, None, -32001, "session not found"),
+    }
+}
+
+#[cfg(test)]
+mod rebinding_tests {
+    use super::*;
+
+    fn headers(host: Option<&str>, origin: Option<&str>) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(v) = host {
+            h.insert(header::HOST, HeaderValue::from_str(v).unwrap());
+        }
+        if let Some(v) = origin {
+            h.insert(header::ORIGIN, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn only_loopback_names_pass() {
+        for ok in [
+            "127.0.0.1:8480",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]:8480",
+            "[::1]",
+        ] {
+            assert_eq!(
+                foreign_host_or_origin(&headers(Some(ok), None)),
+                None,
+                "{ok}"
+            );
+        }
+        assert_eq!(
+            foreign_host_or_origin(&headers(Some("127.0.0.1:1"), Some("http://localhost:3000"))),
+            None
+        );
+        for bad in [
+            "evil.example.com",
+            "evil.example.com:8480",
+            "127.0.0.1.evil.example.com",
+            "localhost.evil.example.com:80",
+            "[::1]evil",
+            "10.0.0.1:8480",
+        ] {
+            assert!(
+                foreign_host_or_origin(&headers(Some(bad), None)).is_some(),
+                "{bad}"
+            );
+        }
+        for bad in [
+            "http://evil.example.com",
+            "null",
+            "file://",
+            "http://127.0.0.1.nip.io",
+        ] {
+            assert!(
+                foreign_host_or_origin(&headers(Some("127.0.0.1"), Some(bad))).is_some(),
+                "{bad}"
+            );
+        }
     }
 }
 
