@@ -1,4 +1,5 @@
-//! The committed CRDs under `crds/` must be exactly what the Rust types generate.
+//! The committed CRDs under `crds/` (and the chart's copy of them) must be exactly what
+//! the Rust types generate.
 
 #[test]
 fn committed_crds_match_the_types() {
@@ -8,6 +9,21 @@ fn committed_crds_match_the_types() {
     assert!(
         committed == generated,
         "crds/mcpgov.io.yaml is stale: run `cargo run -p mcpgov -- crds > crds/mcpgov.io.yaml`"
+    );
+}
+
+/// Helm reads only files inside the chart, so the chart carries a copy
+/// (`charts/mcpgov/files/crds.yaml`, refreshed by `charts/sync-crds.sh`).
+#[test]
+fn the_charts_crd_copy_matches_the_types() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../charts/mcpgov/files/crds.yaml"
+    );
+    let copy = std::fs::read_to_string(path).expect("charts/mcpgov/files/crds.yaml exists");
+    assert!(
+        copy == mcpgov::crd::crds_yaml(),
+        "charts/mcpgov/files/crds.yaml is stale: run `bash charts/sync-crds.sh`"
     );
 }
 
