@@ -849,6 +849,26 @@ struct StreamGuard {
     id: u64,
 }
 
+/// Counts an agent-facing stream and, given its sender, registers it so the gateway's
+/// own `list_changed` notices reach it; the guard undoes both when the stream ends.
+fn open_stream(app: &Arc<App>, server: &str, tx: Option<mpsc::Sender<Bytes>>) -> StreamGuard {
+    let id = app.next_stream.fetch_add(1, Ordering::Relaxed);
+    if let Some(tx) = tx {
+        app.streams.lock().expect("not poisoned").insert(
+            id,
+            OpenStream {
+                server: server.to_string(),
+                tx,
+            },
+        );
+    }
+    app.metrics.open_streams.inc();
+    StreamGuard {
+        app: app.clone(),
+        id,
+    }
+}
+
 impl Drop for StreamGuard {
     fn drop(&mut self) {
         self.app
@@ -928,19 +948,7 @@ async fn forward(
         let events = sse::transform(resp.bytes_stream(), max, f);
         if method == Method::GET && status.is_success() {
             let (tx, rx) = mpsc::channel::<Bytes>(16);
-            let id = app.next_stream.fetch_add(1, Ordering::Relaxed);
-            app.streams.lock().expect("not poisoned").insert(
-                id,
-                OpenStream {
-                    server: server.key.clone(),
-                    tx,
-                },
-            );
-            app.metrics.open_streams.inc();
-            let guard = StreamGuard {
-                app: app.clone(),
-                id,
-            };
+            let guard = open_stream(&app, &server.key, Some(tx));
             let injected = tokio_stream_from(rx).map(Ok::<_, sse::BoxError>);
             // An upstream stream that breaks ends its part quietly: the agent keeps the
             // stream and the gateway's own notices on it.
@@ -1113,21 +1121,7 @@ fn legacy_get(app: Arc<App>, server: &BundleServer, headers: &HeaderMap) -> Resp
         return rpc_error(StatusCode::NOT_FOUND, None, -32001, "session not found");
     };
     let rx = sess.attach();
-    let id = app.next_stream.fetch_add(1, Ordering::Relaxed);
-    if let Some(tx) = sess.pusher() {
-        app.streams.lock().expect("not poisoned").insert(
-            id,
-            OpenStream {
-                server: server.key.clone(),
-                tx,
-            },
-        );
-    }
-    app.metrics.open_streams.inc();
-    let guard = StreamGuard {
-        app: app.clone(),
-        id,
-    };
+    let guard = open_stream(&app, &server.key, sess.pusher());
     let body = tokio_stream_from(rx).map(move |b| {
         let _ = &guard;
         Ok::<_, sse::BoxError>(b)
