@@ -13,67 +13,87 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const STAND_INS: &str = r#"
+/// A stand-in CRD: the real group, kind, plural, singular, short names and category of
+/// another project's kind, with an open schema.
+struct StandIn {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    short_names: &'static str,
+    category: &'static str,
+    what: &'static str,
+}
+
+const STAND_INS: [StandIn; 3] = [
+    StandIn {
+        group: "kyverno.io",
+        version: "v1",
+        kind: "Policy",
+        plural: "policies",
+        short_names: "[pol]",
+        category: "kyverno",
+        what: "Kyverno's Policy",
+    },
+    StandIn {
+        group: "kagent.dev",
+        version: "v1alpha2",
+        kind: "Agent",
+        plural: "agents",
+        short_names: "[]",
+        category: "kagent",
+        what: "kagent's Agent",
+    },
+    StandIn {
+        group: "kagent.dev",
+        version: "v1alpha1",
+        kind: "MCPServer",
+        plural: "mcpservers",
+        short_names: "[]",
+        category: "kagent",
+        what: "kmcp's MCPServer",
+    },
+];
+
+fn stand_ins_yaml() -> String {
+    STAND_INS
+        .iter()
+        .map(|c| {
+            let singular = c.kind.to_lowercase();
+            format!(
+                r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: policies.kyverno.io}
+metadata: {{name: {plural}.{group}}}
 spec:
-  group: kyverno.io
+  group: {group}
   scope: Namespaced
-  names: {kind: Policy, listKind: PolicyList, plural: policies, singular: policy, shortNames: [pol], categories: [kyverno]}
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {singular}, shortNames: {short}, categories: [{category}]}}
   versions:
-    - name: v1
+    - name: {version}
       served: true
       storage: true
-      subresources: {status: {}}
+      subresources: {{status: {{}}}}
       schema:
         openAPIV3Schema:
           type: object
-          description: Stand-in for Kyverno's Policy.
+          description: Stand-in for {what}.
           properties:
-            spec: {type: object, description: Kyverno rules., x-kubernetes-preserve-unknown-fields: true}
-            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: agents.kagent.dev}
-spec:
-  group: kagent.dev
-  scope: Namespaced
-  names: {kind: Agent, listKind: AgentList, plural: agents, singular: agent, categories: [kagent]}
-  versions:
-    - name: v1alpha2
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          description: Stand-in for kagent's Agent.
-          properties:
-            spec: {type: object, description: A kagent agent., x-kubernetes-preserve-unknown-fields: true}
-            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
----
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: mcpservers.kagent.dev}
-spec:
-  group: kagent.dev
-  scope: Namespaced
-  names: {kind: MCPServer, listKind: MCPServerList, plural: mcpservers, singular: mcpserver, categories: [kagent]}
-  versions:
-    - name: v1alpha1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          description: Stand-in for kmcp's MCPServer.
-          properties:
-            spec: {type: object, description: A kmcp server., x-kubernetes-preserve-unknown-fields: true}
-            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-"#;
+            spec: {{type: object, description: Its spec., x-kubernetes-preserve-unknown-fields: true}}
+            status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"#,
+                plural = c.plural,
+                group = c.group,
+                kind = c.kind,
+                short = c.short_names,
+                category = c.category,
+                version = c.version,
+                what = c.what,
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("---")
+}
 
 /// Their objects, named as ours are in the quickstart.
 const THEIRS: &str = r#"
@@ -230,7 +250,7 @@ async fn documented_commands_address_only_our_objects_beside_kyverno_and_kagent(
     let dir = std::env::temp_dir().join(&ns);
     std::fs::create_dir_all(&dir).unwrap();
 
-    kubectl_stdin(&["apply", "-f", "-"], STAND_INS);
+    kubectl_stdin(&["apply", "-f", "-"], &stand_ins_yaml());
     kubectl(&[
         "wait",
         "--for=condition=established",
