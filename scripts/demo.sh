@@ -138,12 +138,15 @@ echo "gateway ready: $(curl -s "http://127.0.0.1:$ops_port/readyz")"
 route="http://127.0.0.1:$gw_port/mcp/live/everything"
 session=""
 # One JSON-RPC request through the gateway; prints the response's JSON (either a plain
-# JSON body or the data line of an SSE answer).
+# JSON body or the data line of an SSE answer). The whole answer is read: a reader that
+# stops early would fail the pipeline (SIGPIPE under pipefail).
 rpc() {
   local hdr=(-H 'content-type: application/json' -H 'accept: application/json, text/event-stream')
   [[ -n "$session" ]] && hdr+=(-H "mcp-session-id: $session" -H 'mcp-protocol-version: 2025-06-18')
   curl -s "${hdr[@]}" -D "$MCPGOV_E2E_DIR/rpc.headers" "$route" -d "$1" \
-    | sed -n 's/^data: //p; /^{/p' | head -n1
+    | python3 -c 'import sys
+found = [l[6:] if l.startswith("data: ") else l for l in (x.strip() for x in sys.stdin)]
+print(next((l for l in found if l.startswith("{")), ""))'
 }
 rpc '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"demo","version":"1"}}}' >/dev/null
 session=$(sed -n 's/^mcp-session-id: *//Ip' "$MCPGOV_E2E_DIR/rpc.headers" | tr -d '\r')
