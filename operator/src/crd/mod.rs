@@ -32,9 +32,13 @@ pub fn crds_yaml() -> String {
     out
 }
 
+/// An empty `metadata.namespace` is unset, as the API server (and `kubectl apply`) treat
+/// it: the object lands in the default namespace, never in one named "".
 fn key_of<K: ResourceExt>(obj: &K, default_ns: &str) -> engine::ObjKey {
     engine::ObjKey::new(
-        obj.namespace().unwrap_or_else(|| default_ns.to_string()),
+        obj.namespace()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| default_ns.to_string()),
         obj.name_any(),
     )
 }
@@ -202,6 +206,21 @@ impl Grant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the check fuzzer: `namespace: ""` must not make a namespace named "".
+    #[test]
+    fn an_empty_namespace_is_the_default_one() {
+        let p: Policy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "Policy",
+            "metadata": {"name": "srv", "namespace": ""},
+            "spec": {"effect": "Deny", "governs": {"resources": [], "tools": []}}
+        }))
+        .unwrap();
+        assert_eq!(
+            p.to_engine("team-a").key,
+            engine::ObjKey::new("team-a", "srv")
+        );
+    }
 
     /// The endpoint reaches the engine (and so the bundle's `servers`) from the CRD, the
     /// conversion both the CLI and the controller use: Secret names, never values.
