@@ -1,11 +1,15 @@
-//! The index task: objects as last seen, the engine built from them, and which objects
-//! need their status or bundle recomputed. Nothing is written before every watch has
-//! finished its first list.
+//! The index: objects as last seen, the engine built from them, which objects need
+//! their status or bundle recomputed, and what the writer was asked to write. It is
+//! synchronous: `handle` (watch events, crawls, the writer's reports) and `plan`
+//! (plan.rs) change it; `run` is the task that feeds it and hands plans to the writer.
+//! Nothing is written before every watch has finished its first list.
 
 use super::Config;
+use super::jobs::{Job, ObjectId, Op, Report};
+use super::metrics::MetricOp;
 use super::metrics::Metrics;
+use super::status::BundleOutcome;
 use super::watch::{self, Msg, Watched};
-use super::writer::Writer;
 use crate::crd::{Agent, Grant, MCPServer, Policy};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::DynamicObject;
@@ -53,7 +57,6 @@ pub(super) struct AgentSummary {
 
 pub(super) struct Index {
     pub config: Config,
-    pub writer: Writer,
     pub metrics: Metrics,
     ready: Arc<AtomicBool>,
     pub engine: Engine,
@@ -90,6 +93,19 @@ pub(super) struct Index {
     /// The `mcpgov_exception_expiry_timestamp_seconds` series exported per Grant, so
     /// those of a removed exception or Grant are removed too.
     pub expiry_series: BTreeMap<ObjKey, BTreeSet<super::expiry::Series>>,
+    /// Status (our field manager's) planned and not yet reported back by the writer:
+    /// what later plans compare with, so a change is not planned twice.
+    pub sent: BTreeMap<ObjectId, serde_json::Value>,
+    /// Bundle ConfigMaps planned and not yet reported back (held form).
+    pub sent_cm: BTreeMap<ObjKey, ConfigMap>,
+    /// Bundle ConfigMaps whose deletion is planned.
+    pub deleting: BTreeSet<ObjKey>,
+    /// The resourceVersion our last write of an object produced: a watch event older
+    /// than it does not overwrite the status (or ConfigMap) we wrote.
+    written_rv: BTreeMap<ObjectId, u64>,
+    /// A bundle the writer could not publish (taken name, API error), shown in the
+    /// Agent's status by its next evaluation.
+    pub bundle_issues: BTreeMap<ObjKey, BundleOutcome>,
 }
 
 /// The longest the first full pass waits for first crawls.
@@ -105,7 +121,6 @@ fn key_of(obj: &DynamicObject) -> ObjKey {
 impl Index {
     pub fn new(
         config: Config,
-        writer: Writer,
         metrics: Metrics,
         ready: Arc<AtomicBool>,
         specs: tokio::sync::watch::Sender<super::crawl::Specs>,
@@ -116,7 +131,6 @@ impl Index {
         });
         Index {
             config,
-            writer,
             metrics,
             ready,
             engine,
@@ -140,6 +154,11 @@ impl Index {
             ns_cost: BTreeMap::new(),
             expiry_seen: jiff::Timestamp::now(),
             expiry_series: BTreeMap::new(),
+            sent: BTreeMap::new(),
+            sent_cm: BTreeMap::new(),
+            deleting: BTreeSet::new(),
+            written_rv: BTreeMap::new(),
+            bundle_issues: BTreeMap::new(),
         }
     }
 
@@ -166,7 +185,11 @@ impl Index {
         self.listed.len() == watch::ALL.len()
     }
 
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Msg>) -> Result<(), String> {
+    pub async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Msg>,
+        jobs: mpsc::UnboundedSender<Vec<Job>>,
+    ) -> Result<(), String> {
         let mut resync = tokio::time::interval(self.config.resync);
         resync.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -254,7 +277,11 @@ impl Index {
                 }
             }
             if ready && self.leadership.is_leader() && !self.awaiting_first_crawls() {
-                self.reconcile().await;
+                let plan = self.plan(jiff::Timestamp::now());
+                self.apply_metrics(plan.metrics);
+                if !plan.jobs.is_empty() && jobs.send(plan.jobs).is_err() {
+                    return Err("the writer stopped".into());
+                }
             }
         }
     }
@@ -328,7 +355,7 @@ impl Index {
         }
     }
 
-    fn handle(&mut self, msg: Msg) {
+    pub(super) fn handle(&mut self, msg: Msg) {
         match msg {
             Msg::Apply(kind, obj) => {
                 if let Some(seen) = self.relisting.get_mut(&kind) {
@@ -349,7 +376,9 @@ impl Index {
                 }
                 self.listed.insert(kind);
             }
+            Msg::Written(report) => self.written(*report),
             Msg::Crawled(outcome) => {
+                self.metrics.observe_crawl(&outcome.key, &outcome);
                 self.crawled.insert(outcome.key.clone());
                 if let Ok(cat) = &outcome.result {
                     let key = outcome.key.clone();
@@ -402,9 +431,13 @@ impl Index {
         // when nothing the engine sees changed.
         macro_rules! store {
             ($map:ident, $ty:ty, $convert:expr) => {{
-                let Some(typed) = watch::decode::<$ty>(obj, kind, &self.metrics) else {
+                let Some(mut typed) = watch::decode::<$ty>(obj, kind, &self.metrics) else {
                     return;
                 };
+                if self.older_than_written(kind, &key, &typed.metadata) {
+                    // An event from before our own status write: keep the status we wrote.
+                    typed.status = self.$map.get(&key).and_then(|o| o.status.clone());
+                }
                 let moved = self
                     .$map
                     .get(&key)
@@ -432,7 +465,9 @@ impl Index {
                 mcpgov_engine::Object::Grant(g.to_engine(""))
             }),
             Watched::ConfigMap => {
-                if let Some(cm) = watch::decode::<ConfigMap>(obj, kind, &self.metrics) {
+                if let Some(cm) = watch::decode::<ConfigMap>(obj, kind, &self.metrics)
+                    && !self.older_than_written(kind, &key, &cm.metadata)
+                {
                     self.configmaps.insert(key, super::bundles::held(cm));
                 }
             }
@@ -480,5 +515,211 @@ impl Index {
             self.dirty.absorb(impact);
         }
         self.retries.remove(&(kind, key.clone()));
+        let id = ObjectId::new(kind, key.clone());
+        self.written_rv.remove(&id);
+        self.sent.remove(&id);
+        if kind == Watched::ConfigMap {
+            self.sent_cm.remove(key);
+            self.deleting.remove(key);
+        }
+    }
+
+    /// Whether a watched object is older than the one our last write of it produced
+    /// (resourceVersions of one object grow with each write; one that does not parse
+    /// as a number is taken as newer, so the watch wins).
+    fn older_than_written(
+        &mut self,
+        kind: Watched,
+        key: &ObjKey,
+        meta: &kube::api::ObjectMeta,
+    ) -> bool {
+        let id = ObjectId::new(kind, key.clone());
+        let Some(written) = self.written_rv.get(&id).copied() else {
+            return false;
+        };
+        let seen = meta
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok());
+        match seen {
+            Some(v) if v < written => true,
+            _ => {
+                self.written_rv.remove(&id);
+                false
+            }
+        }
+    }
+
+    /// Metric values from a plan.
+    pub fn apply_metrics(&mut self, ops: Vec<MetricOp>) {
+        for op in ops {
+            match op {
+                MetricOp::Expiries(key, series) => self.set_expiry_series(&key, &series),
+                op => self.metrics.apply(&op),
+            }
+        }
+    }
+
+    /// The writer's report on one job: record what was written (so the watch's older
+    /// events do not undo it), and schedule what failed for another try.
+    pub fn written(&mut self, report: Report) {
+        let agent = (report.job.kind == Watched::Agent).then(|| report.job.key.clone());
+        for done in report.steps {
+            let rv = done
+                .result
+                .as_ref()
+                .ok()
+                .and_then(|w| w.resource_version.as_deref()?.parse::<u64>().ok());
+            if let Some(rv) = rv {
+                self.written_rv.insert(done.object.clone(), rv);
+            }
+            match (done.op, done.result) {
+                (
+                    Op::Status {
+                        manager, status, ..
+                    },
+                    result,
+                ) => {
+                    if manager == crate::names::FIELD_MANAGER
+                        && self.sent.get(&done.object) == Some(&status)
+                    {
+                        self.sent.remove(&done.object);
+                    }
+                    match result {
+                        Ok(_) => {
+                            if manager == crate::names::FIELD_MANAGER {
+                                self.adopt_status(&done.object, status);
+                            }
+                            self.retries
+                                .remove(&(done.object.kind, done.object.key.clone()));
+                        }
+                        Err(e) => self.write_failed(done.object.kind, &done.object.key, e),
+                    }
+                }
+                (Op::CreateConfigMap(cm) | Op::ApplyConfigMap(cm), result) => {
+                    let key = done.object.key.clone();
+                    let revision = super::bundles::revision(&cm);
+                    if self
+                        .sent_cm
+                        .get(&key)
+                        .is_some_and(|s| super::bundles::revision(s) == revision)
+                    {
+                        self.sent_cm.remove(&key);
+                    }
+                    match result {
+                        Ok(w) => {
+                            let mut cm = *cm;
+                            cm.metadata.uid = w.uid.or(cm.metadata.uid);
+                            cm.metadata.resource_version = w.resource_version;
+                            if let Some(a) = &agent {
+                                self.metrics
+                                    .bundle_last_publish
+                                    .with_label_values(&[a.namespace.as_str(), a.name.as_str()])
+                                    .set(jiff::Timestamp::now().as_second());
+                            }
+                            self.configmaps.insert(key, cm);
+                        }
+                        Err(e) => {
+                            let Some(a) = agent.clone() else { continue };
+                            let name = key.name.clone();
+                            let issue = match &e {
+                                super::writer::Error::Taken => BundleOutcome::Conflict(format!(
+                                    "ConfigMap {name} exists and was not created by mcpgov for \
+                                     this Agent; choose another spec.bundle.configMapName"
+                                )),
+                                e => BundleOutcome::Failed(e.to_string()),
+                            };
+                            if e != super::writer::Error::NotLeader {
+                                self.bundle_issues.insert(a.clone(), issue);
+                                self.dirty.agents.insert(a.clone());
+                            }
+                            if e != super::writer::Error::Taken {
+                                self.write_failed(Watched::Agent, &a, e);
+                            }
+                        }
+                    }
+                }
+                (Op::DeleteConfigMap { .. }, result) => {
+                    self.deleting.remove(&done.object.key);
+                    match result {
+                        Ok(_) => {
+                            self.configmaps.remove(&done.object.key);
+                        }
+                        Err(e) => {
+                            if let Some(a) = &agent {
+                                self.write_failed(Watched::Agent, &a.clone(), e);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Our status as written, into the object as the index holds it (the watch's echo
+    /// may come later).
+    fn adopt_status(&mut self, id: &ObjectId, status: serde_json::Value) {
+        fn adopt<S: serde::de::DeserializeOwned>(slot: &mut Option<S>, v: serde_json::Value) {
+            if let Ok(s) = serde_json::from_value(v) {
+                *slot = Some(s);
+            }
+        }
+        match id.kind {
+            Watched::Agent => {
+                if let Some(o) = self.agents.get_mut(&id.key) {
+                    adopt(&mut o.status, status)
+                }
+            }
+            Watched::Grant => {
+                if let Some(o) = self.grants.get_mut(&id.key) {
+                    adopt(&mut o.status, status)
+                }
+            }
+            Watched::Policy => {
+                if let Some(o) = self.policies.get_mut(&id.key) {
+                    adopt(&mut o.status, status)
+                }
+            }
+            Watched::MCPServer => {
+                // Ours is part of the status: drift, our conditions, observedGeneration.
+                let Some(o) = self.servers.get_mut(&id.key) else {
+                    return;
+                };
+                let Ok(ours) =
+                    serde_json::from_value::<crate::crd::server::MCPServerStatus>(status)
+                else {
+                    return;
+                };
+                let st = o.status.get_or_insert_with(Default::default);
+                st.conditions
+                    .retain(|c| !ours.conditions.iter().any(|o| o.type_ == c.type_));
+                st.conditions.extend(ours.conditions);
+                st.conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+                st.drift = ours.drift;
+                st.observed_generation = ours.observed_generation;
+            }
+            Watched::ConfigMap => {}
+        }
+    }
+
+    fn write_failed(&mut self, kind: Watched, key: &ObjKey, e: super::writer::Error) {
+        use super::writer::Error;
+        let label = match e {
+            Error::NotAttempted => return,
+            Error::NotLeader => None,
+            Error::Api {
+                code: Some(409), ..
+            }
+            | Error::Taken => Some("conflict"),
+            Error::Timeout => Some("timeout"),
+            Error::Api { .. } => Some("api"),
+        };
+        if let Some(l) = label {
+            self.metrics.reconcile_errors.with_label_values(&[l]).inc();
+        }
+        tracing::warn!(kind = kind.name(), object = %key, error = %e, transient = e.is_transient(), "write failed");
+        if e.is_transient() {
+            self.retry_later(kind, key.clone());
+        }
     }
 }

@@ -9,6 +9,44 @@ use prometheus::{
 };
 use std::collections::{BTreeMap, BTreeSet};
 
+/// A labelled gauge a plan sets or removes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gauge {
+    AgentTools,
+    AgentViolations,
+    AgentExceptions,
+    BundlePublished,
+    BundleBytes,
+    BundleLastPublish,
+    PolicyViolations,
+    GraphNodes,
+    GraphEdges,
+    Drift,
+}
+
+/// A counter a plan adds to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counter {
+    StatusWrites,
+    ConfigMapWrites,
+    ReconcileErrors,
+    Evaluations,
+    /// Unlabelled.
+    EvaluationSlices,
+}
+
+/// One metric value from a plan: computing it needs no registry, so plans are
+/// compared in unit tests like the writes they hold.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MetricOp {
+    Set(Gauge, Vec<String>, i64),
+    Remove(Gauge, Vec<String>),
+    Count(Counter, Vec<String>, u64),
+    EvaluationSeconds(f64),
+    /// One Grant's exception expiry series (the index remembers which it exported).
+    Expiries(mcpgov_engine::ObjKey, BTreeMap<Series, f64>),
+}
+
 #[derive(Clone)]
 pub struct Metrics {
     pub registry: Registry,
@@ -354,6 +392,51 @@ impl Metrics {
                 .set(*v);
         }
         series.keys().cloned().collect()
+    }
+
+    fn gauge(&self, g: Gauge) -> &IntGaugeVec {
+        match g {
+            Gauge::AgentTools => &self.agent_tools,
+            Gauge::AgentViolations => &self.agent_violations,
+            Gauge::AgentExceptions => &self.agent_exceptions,
+            Gauge::BundlePublished => &self.bundle_published,
+            Gauge::BundleBytes => &self.bundle_bytes,
+            Gauge::BundleLastPublish => &self.bundle_last_publish,
+            Gauge::PolicyViolations => &self.policy_violations,
+            Gauge::GraphNodes => &self.graph_nodes,
+            Gauge::GraphEdges => &self.graph_edges,
+            Gauge::Drift => &self.drift,
+        }
+    }
+
+    /// Apply one metric value a plan computed (`MetricOp::Expiries` is the index's).
+    pub fn apply(&self, op: &MetricOp) {
+        fn strs(l: &[String]) -> Vec<&str> {
+            l.iter().map(String::as_str).collect()
+        }
+        match op {
+            MetricOp::Set(g, labels, v) => self.gauge(*g).with_label_values(&strs(labels)).set(*v),
+            MetricOp::Remove(g, labels) => {
+                let _ = self.gauge(*g).remove_label_values(&strs(labels));
+            }
+            MetricOp::Count(c, labels, n) => {
+                let labels = strs(labels);
+                match c {
+                    Counter::StatusWrites => &self.status_writes,
+                    Counter::ConfigMapWrites => &self.configmap_writes,
+                    Counter::ReconcileErrors => &self.reconcile_errors,
+                    Counter::Evaluations => &self.evaluations,
+                    Counter::EvaluationSlices => {
+                        self.evaluation_slices.inc_by(*n);
+                        return;
+                    }
+                }
+                .with_label_values(&labels)
+                .inc_by(*n)
+            }
+            MetricOp::EvaluationSeconds(s) => self.evaluation_duration.observe(*s),
+            MetricOp::Expiries(..) => {}
+        }
     }
 
     pub fn render(&self) -> String {

@@ -10,9 +10,11 @@ pub mod events;
 pub mod expiry;
 mod http;
 mod index;
+pub mod jobs;
 pub mod leader;
 pub mod metrics;
-mod reconcile;
+mod plan;
+pub mod queue;
 pub mod secrets;
 pub mod status;
 pub mod watch;
@@ -74,7 +76,9 @@ pub async fn run(config: Config) -> Result<(), String> {
         leadership.flag.clone(),
     );
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
-    let index = index::Index::new(config, writer, metrics, ready, specs_tx, leadership);
+    let (jobs_tx, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+    writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());
+    let index = index::Index::new(config, metrics, ready, specs_tx, leadership);
     let lease = async {
         match lease_task {
             Some(t) => match t.await {
@@ -86,7 +90,7 @@ pub async fn run(config: Config) -> Result<(), String> {
         }
     };
     tokio::select! {
-        r = index.run(rx) => r,
+        r = index.run(rx, jobs_tx) => r,
         // Without the lease task, nothing guarantees a single writer: exit.
         r = lease => r,
         r = server => match r {

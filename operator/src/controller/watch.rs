@@ -43,7 +43,7 @@ impl Watched {
         }
     }
 
-    fn api_resource(self) -> ApiResource {
+    pub(super) fn api_resource(self) -> ApiResource {
         match self {
             Watched::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
             k => ApiResource::from_gvk(&GroupVersionKind::gvk(
@@ -65,6 +65,8 @@ pub enum Msg {
     Failed(Watched, String),
     /// A crawl finished (from the crawl scheduler, not a watch).
     Crawled(Box<super::crawl::Outcome>),
+    /// The writer finished a job (from the writer task, not a watch).
+    Written(Box<super::jobs::Report>),
 }
 
 /// Spawn one watch per kind; all send into `tx`.
