@@ -604,7 +604,7 @@ impl Writes {
                 &[&format!("kind=\"{kind}\""), "result=\"written\""],
             )
         };
-        let failed: f64 = ["conflict", "error", "timeout"]
+        let failed: f64 = ["conflict", "api", "timeout"]
             .iter()
             .map(|r| {
                 m.sum("mcpgov_status_writes_total", &[&format!("result=\"{r}\"")])
@@ -946,7 +946,7 @@ fn describe_passes(passes: &[Pass], until: f64) -> String {
 /// per-session lines, with one debug line per reconcile pass.
 fn rust_log() -> String {
     std::env::var("MCPGOV_BENCH_RUST_LOG")
-        .unwrap_or_else(|_| "info,rmcp=warn,mcpgov::controller::reconcile=debug".into())
+        .unwrap_or_else(|_| "info,rmcp=warn,mcpgov::controller::plan=debug".into())
 }
 
 /// VmRSS of a process every 100 ms, with the time since the sampler started.

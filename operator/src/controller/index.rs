@@ -644,6 +644,10 @@ impl Index {
                     match result {
                         Ok(_) => {
                             self.configmaps.remove(&done.object.key);
+                            // A same-named Agent may have waited for the name.
+                            if let Some(a) = &agent {
+                                self.dirty.agents.insert(a.clone());
+                            }
                         }
                         Err(e) => {
                             if let Some(a) = &agent {
@@ -704,18 +708,15 @@ impl Index {
 
     fn write_failed(&mut self, kind: Watched, key: &ObjKey, e: super::writer::Error) {
         use super::writer::Error;
-        let label = match e {
+        match e {
             Error::NotAttempted => return,
-            Error::NotLeader => None,
-            Error::Api {
-                code: Some(409), ..
-            }
-            | Error::Taken => Some("conflict"),
-            Error::Timeout => Some("timeout"),
-            Error::Api { .. } => Some("api"),
-        };
-        if let Some(l) = label {
-            self.metrics.reconcile_errors.with_label_values(&[l]).inc();
+            // Not a failure of the write: this replica must not write.
+            Error::NotLeader => {}
+            _ => self
+                .metrics
+                .reconcile_errors
+                .with_label_values(&[e.label()])
+                .inc(),
         }
         tracing::warn!(kind = kind.name(), object = %key, error = %e, transient = e.is_transient(), "write failed");
         if e.is_transient() {

@@ -273,12 +273,12 @@ impl Metrics {
             reconcile_errors.with_label_values(&[e]);
         }
         for k in KINDS {
-            for r in ["written", "skipped", "error", "timeout"] {
+            for r in ["written", "skipped", "api", "timeout"] {
                 status_writes.with_label_values(&[k, r]);
             }
             malformed_objects.with_label_values(&[k]);
         }
-        for r in ["written", "skipped", "deleted", "error", "timeout"] {
+        for r in ["written", "skipped", "deleted", "api", "timeout"] {
             configmap_writes.with_label_values(&[r]);
         }
         for t in ["change", "resync"] {

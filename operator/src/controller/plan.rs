@@ -240,9 +240,11 @@ impl Index {
             .push(MetricOp::EvaluationSeconds(started.elapsed().as_secs_f64()));
         tracing::debug!(
             agents = evaluated,
+            grants = grants.len(),
+            servers = servers.len(),
             jobs = plan.jobs.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
-            "planned"
+            "reconciled"
         );
         plan
     }
@@ -468,11 +470,13 @@ impl Index {
         let name = bundles::config_map_name(agent);
         let cm_key = ObjKey::new(&key.namespace, &name);
         self.plan_bundle_removal(&key, Some(&name), job);
-        // What this process sent last wins over the watch's older view.
-        let existing = self
-            .sent_cm
-            .get(&cm_key)
-            .or_else(|| self.configmaps.get(&cm_key));
+        // What this process sent last wins over the watch's older view; one whose
+        // deletion is planned is gone by the time this job runs (same object, after).
+        let existing = self.sent_cm.get(&cm_key).or_else(|| {
+            self.configmaps
+                .get(&cm_key)
+                .filter(|_| !self.deleting.contains(&cm_key))
+        });
         if let Some(cm) = existing
             && !bundles::owned_by(cm, agent)
         {
@@ -1101,6 +1105,65 @@ mod plan_tests {
             all(&mut ix)
                 .job(&id(Watched::Agent, "vibe-coder"))
                 .is_none()
+        );
+    }
+    #[test]
+    fn a_removed_bundle_is_republished_and_a_relist_forgets_what_it_lacks() {
+        let mut ix = index();
+        quickstart(&mut ix, "uid-a");
+        let plan = all(&mut ix);
+        for job in &plan.jobs {
+            ix.handle(report(job, |i| ok(40 + i as u64)));
+        }
+        let cm_key = ObjKey::new("quickstart", "vibe-coder-mcpgov-bundle");
+        let cm = ix.configmaps.get(&cm_key).cloned().unwrap();
+        // Someone deletes the bundle: the Agent's next plan creates it again (revision
+        // 1 again: nothing holds the old one).
+        ix.handle(Msg::Delete(Watched::ConfigMap, dynamic(&cm)));
+        let next = ix.plan(now());
+        let agent = next.job(&id(Watched::Agent, "vibe-coder")).unwrap();
+        assert!(
+            matches!(&agent.steps[0].op, Op::CreateConfigMap(_)),
+            "{agent:#?}"
+        );
+        // A relist that no longer has the Grant: it is gone, and the Agent loses its
+        // tools (and the Policy its violation) in the next plan.
+        ix.handle(Msg::ListStart(Watched::Grant));
+        ix.handle(Msg::ListDone(Watched::Grant));
+        assert!(ix.grants.is_empty());
+        let next = ix.plan(now());
+        let agent = next.job(&id(Watched::Agent, "vibe-coder")).unwrap();
+        let status = status_of(agent.steps.last().unwrap());
+        assert_eq!(status["eligible"], 0, "{status}");
+        assert_eq!(status["violations"], 0, "{status}");
+    }
+
+    #[test]
+    fn a_new_generation_is_acknowledged_even_when_nothing_else_changed() {
+        let mut ix = index();
+        quickstart(&mut ix, "uid-a");
+        let plan = all(&mut ix);
+        for job in &plan.jobs {
+            ix.handle(report(job, |i| ok(50 + i as u64)));
+        }
+        let mut policy = ix
+            .policies
+            .get(&ObjKey::new("quickstart", "drafts-deny"))
+            .cloned()
+            .unwrap();
+        policy.metadata.generation = Some(2);
+        policy.metadata.resource_version = Some("60".into());
+        ix.handle(Msg::Apply(Watched::Policy, dynamic(&policy)));
+        let next = ix.plan(now());
+        assert_eq!(next.jobs.len(), 1, "{next:#?}");
+        let status = status_of(&next.jobs[0].steps[0]);
+        assert_eq!(status["observedGeneration"], 2);
+        assert!(
+            status["conditions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|c| c["observedGeneration"] == 2)
         );
     }
 }

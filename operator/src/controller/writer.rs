@@ -34,13 +34,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// The one label of a failure, in every metric that counts failures
+    /// (`mcpgov_status_writes_total`, `mcpgov_configmap_writes_total`,
+    /// `mcpgov_reconcile_errors_total`).
     pub fn label(&self) -> &'static str {
         match self {
             Error::Api {
                 code: Some(409), ..
             }
             | Error::Taken => "conflict",
-            Error::Api { .. } => "error",
+            Error::Api { .. } => "api",
             Error::Timeout => "timeout",
             Error::NotLeader => "not_leader",
             Error::NotAttempted => "not_attempted",
