@@ -33,6 +33,8 @@ pub struct Plan {
     /// At most one per object, in the order they were planned.
     pub jobs: Vec<Job>,
     pub metrics: Vec<MetricOp>,
+    /// Whether it evaluated anything (the graph metrics are then read after it).
+    pub evaluated: bool,
 }
 
 impl Plan {
@@ -231,7 +233,7 @@ impl Index {
         self.dirty.agents.extend(left.agents);
         self.dirty.grants.extend(left.grants);
         self.dirty.servers.extend(left.servers);
-        self.observe_graph(&ev, &mut plan);
+        plan.evaluated = true;
         self.engine = engine;
         for (kind, n) in skipped.status {
             plan.count(Counter::StatusWrites, &[kind, "skipped"], n);
@@ -289,8 +291,12 @@ impl Index {
             .unwrap_or_default()
     }
 
-    /// Graph sizes and drift per kind, read at the end of each pass.
-    fn observe_graph(&self, ev: &Evaluator<'_>, plan: &mut Plan) {
+    /// Graph sizes and drift per kind, read after a plan that evaluated something,
+    /// once its jobs are on their way (drift walks the whole estate: computed inside the
+    /// plan it delayed every write by as long).
+    pub fn observe_graph(&self, now: jiff::Timestamp) -> Vec<MetricOp> {
+        let ev = self.engine.evaluator(now);
+        let mut plan = Plan::default();
         let counts = ev.engine().graph_counts();
         for (kind, n) in counts.nodes {
             plan.set(Gauge::GraphNodes, &[kind], n as i64);
@@ -305,6 +311,7 @@ impl Index {
             let n = drift.iter().filter(|d| d.source == kind).count();
             plan.set(Gauge::Drift, &[kind], n as i64);
         }
+        plan.metrics
     }
 
     /// The crawler's part of MCPServer status for each finished crawl.
