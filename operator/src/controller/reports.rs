@@ -113,6 +113,14 @@ fn scope(
     Scope::Namespaces(set)
 }
 
+/// Whether a pass reads the reports back from the API first: on every full pass (which
+/// also looks for a CRD that was missing), and when what is held is unknown, unless the
+/// CRD is known to be missing: then not before the next full pass, so a missing CRD
+/// costs no request per change.
+fn needs_list(scope: &Scope, relist: bool, available: Option<bool>) -> bool {
+    *scope == Scope::All || (relist && available != Some(false))
+}
+
 /// One write.
 #[derive(Clone, Debug, PartialEq)]
 enum Op {
@@ -232,7 +240,7 @@ impl Index {
             },
             &st.retry,
         );
-        if scope == Scope::All || st.relist {
+        if needs_list(&scope, st.relist, st.available) {
             match self
                 .writer
                 .list_reports(&st.resource, self.config.namespace.as_deref())
@@ -445,6 +453,58 @@ mod tests {
                 assert_eq!(sources.keys().collect::<Vec<_>>(), vec![ns]);
             }
         }
+    }
+
+    /// A report read back with the API server's own fields compares equal to the one
+    /// written (else every resync would rewrite it); one edited out of shape is not ours
+    /// any more and is rewritten.
+    #[test]
+    fn a_listed_report_reads_back_equal_and_a_tampered_one_is_rewritten() {
+        let mut written = report("team-a", 2);
+        written
+            .metadata
+            .labels
+            .insert("app.kubernetes.io/managed-by".into(), "mcpgov".into());
+        let mut served = serde_json::to_value(&written).unwrap();
+        let meta = served["metadata"].as_object_mut().unwrap();
+        meta.insert("uid".into(), "u-1".into());
+        meta.insert("resourceVersion".into(), "42".into());
+        meta.insert("generation".into(), 1.into());
+        meta.insert("creationTimestamp".into(), "2026-12-01T00:00:00Z".into());
+        meta.insert(
+            "managedFields".into(),
+            serde_json::json!([{"manager": "mcpgov", "operation": "Apply"}]),
+        );
+        let obj: DynamicObject = serde_json::from_value(served.clone()).unwrap();
+        let (ns, held) = held_of(&obj).expect("ours");
+        assert_eq!(ns, "team-a");
+        assert_eq!(held.uid.as_deref(), Some("u-1"));
+        assert_eq!(held.report, written);
+        let desired = BTreeMap::from([(ns.clone(), written.clone())]);
+        assert!(plan(&Scope::All, &desired, &BTreeMap::from([(ns, held)])).is_empty());
+
+        served["results"] = "not a list".into();
+        let tampered: DynamicObject = serde_json::from_value(served).unwrap();
+        assert_eq!(held_of(&tampered), None);
+        // Not held: the desired report is applied over it.
+        assert_eq!(
+            plan(&Scope::All, &desired, &BTreeMap::new()),
+            vec![Op::Apply(Box::new(written))]
+        );
+    }
+
+    #[test]
+    fn a_missing_crd_is_looked_for_on_full_passes_only() {
+        let change = Scope::Namespaces(["a".to_string()].into());
+        // Missing: a change pass asks nothing; a resync asks again.
+        assert!(!needs_list(&change, true, Some(false)));
+        assert!(needs_list(&Scope::All, true, Some(false)));
+        // Not known yet, or a write found no resource: ask before writing.
+        assert!(needs_list(&change, true, None));
+        assert!(needs_list(&change, true, Some(true)));
+        // Known and held: a change pass compares with what it wrote.
+        assert!(!needs_list(&change, false, Some(true)));
+        assert!(needs_list(&Scope::All, false, Some(true)));
     }
 
     #[test]
