@@ -8,7 +8,7 @@ mod check;
 #[cfg(test)]
 mod fuzz;
 mod graph;
-mod input;
+pub(crate) mod input;
 mod live;
 mod operator;
 mod query;

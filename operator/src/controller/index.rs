@@ -90,6 +90,8 @@ pub(super) struct Index {
     /// The `mcpgov_exception_expiry_timestamp_seconds` series exported per Grant, so
     /// those of a removed exception or Grant are removed too.
     pub expiry_series: BTreeMap<ObjKey, BTreeSet<super::expiry::Series>>,
+    /// PolicyReports (`--policy-reports`): `None` when off.
+    pub reports: Option<super::reports::Reports>,
 }
 
 /// The longest the first full pass waits for first crawls.
@@ -114,7 +116,9 @@ impl Index {
         let engine = Engine::new(EngineConfig {
             governance_namespace: config.governance_namespace.clone(),
         });
+        let reports = config.policy_reports.map(super::reports::Reports::new);
         Index {
+            reports,
             config,
             writer,
             metrics,

@@ -16,6 +16,11 @@ pub struct Metrics {
     pub status_writes: IntCounterVec,
     /// ConfigMap writes by result (written, skipped, deleted, error, timeout).
     pub configmap_writes: IntCounterVec,
+    /// PolicyReport / OpenReports writes by result (written, skipped, deleted, error, ...).
+    pub report_writes: IntCounterVec,
+    /// 1 when the reports API `--policy-reports` selects is served; 0 when its CRD is
+    /// missing, before the first look, and with reports off.
+    pub reports_available: IntGauge,
     /// Objects a watch could not decode, by kind.
     pub malformed_objects: IntCounterVec,
     /// Agents re-evaluated, by trigger (change, resync).
@@ -76,6 +81,19 @@ impl Metrics {
                 "Bundle ConfigMap writes by result",
             ),
             &["result"],
+        )
+        .expect("valid metric");
+        let report_writes = IntCounterVec::new(
+            Opts::new(
+                "mcpgov_policy_report_writes_total",
+                "PolicyReport / OpenReports writes by result",
+            ),
+            &["result"],
+        )
+        .expect("valid metric");
+        let reports_available = IntGauge::new(
+            "mcpgov_policy_reports_available",
+            "1 when the reports API selected by --policy-reports is served, else 0",
         )
         .expect("valid metric");
         let malformed_objects = IntCounterVec::new(
@@ -243,6 +261,9 @@ impl Metrics {
         for r in ["written", "skipped", "deleted", "error", "timeout"] {
             configmap_writes.with_label_values(&[r]);
         }
+        for r in ["written", "skipped", "deleted", "error", "timeout"] {
+            report_writes.with_label_values(&[r]);
+        }
         for t in ["change", "resync"] {
             evaluations.with_label_values(&[t]);
         }
@@ -250,6 +271,8 @@ impl Metrics {
         for c in [
             Box::new(status_writes.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(configmap_writes.clone()),
+            Box::new(report_writes.clone()),
+            Box::new(reports_available.clone()),
             Box::new(malformed_objects.clone()),
             Box::new(evaluations.clone()),
             Box::new(ready.clone()),
@@ -291,6 +314,8 @@ impl Metrics {
             registry,
             status_writes,
             configmap_writes,
+            report_writes,
+            reports_available,
             malformed_objects,
             evaluations,
             ready,

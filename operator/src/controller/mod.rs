@@ -13,6 +13,7 @@ mod index;
 pub mod leader;
 pub mod metrics;
 mod reconcile;
+mod reports;
 pub mod secrets;
 pub mod status;
 pub mod watch;
@@ -37,6 +38,8 @@ pub struct Config {
     pub net: crate::crawler::NetPolicy,
     /// Leader election; `None` runs a single writer without a Lease.
     pub election: Option<leader::Election>,
+    /// Write findings as reports in this API (`--policy-reports`); `None`: off.
+    pub policy_reports: Option<crate::reports::Api>,
 }
 
 /// Run until the process is stopped. Errors here are fatal start-up errors.

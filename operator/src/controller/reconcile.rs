@@ -39,6 +39,7 @@ impl Index {
         let placeholder = mcpgov_engine::Engine::new(self.engine.config().clone());
         let engine = std::mem::replace(&mut self.engine, placeholder);
         let ev = engine.evaluator(jiff::Timestamp::now());
+        self.sync_reports(&ev, &dirty).await;
         let Dirty {
             all,
             agents,
