@@ -248,6 +248,7 @@ mod tests {
             description,
             annotations: crawler::Annotations::default(),
             contract_digest: format!("sha256:{}", "0".repeat(64)),
+            parts: Default::default(),
         }
     }
 
