@@ -29,6 +29,9 @@ pub struct Metrics {
     /// List-changed notifications that brought a crawl forward.
     pub crawl_list_changed: IntCounter,
     pub crawl_failing: IntGaugeVec,
+    /// Tools of a pinned server whose crawled contract is not the approved one, by
+    /// reason (ContractChanged, ContractUnapproved), as of its latest good crawl.
+    pub contracts_pending: IntGaugeVec,
     pub agent_violations: IntGaugeVec,
     pub agent_exceptions: IntGaugeVec,
     pub policy_violations: IntGaugeVec,
@@ -134,6 +137,11 @@ impl Metrics {
             "mcpgov_crawl_failing",
             "1 while the last crawl of a server failed (its catalog is stale)",
             &["namespace", "server"],
+        );
+        let contracts_pending = gauge_vec(
+            "mcpgov_contracts_pending",
+            "Tools of a Pinned MCPServer whose crawled contract is not the approved one, by reason",
+            &["namespace", "server", "reason"],
         );
         let agent_violations = gauge_vec(
             "mcpgov_agent_violations",
@@ -259,6 +267,7 @@ impl Metrics {
             Box::new(catalog_tools.clone()),
             Box::new(crawl_list_changed.clone()),
             Box::new(crawl_failing.clone()),
+            Box::new(contracts_pending.clone()),
             Box::new(agent_violations.clone()),
             Box::new(agent_exceptions.clone()),
             Box::new(policy_violations.clone()),
@@ -300,6 +309,7 @@ impl Metrics {
             catalog_tools,
             crawl_list_changed,
             crawl_failing,
+            contracts_pending,
             agent_violations,
             agent_exceptions,
             policy_violations,
@@ -333,9 +343,53 @@ impl Metrics {
             }
             Err(f) => self.crawl_failures.with_label_values(&[f.reason]).inc(),
         }
+        if let Ok(c) = &o.result {
+            self.observe_contracts(key, &o.spec.contracts, c);
+        }
         self.crawl_failing
             .with_label_values(&labels)
             .set(o.result.is_err() as i64);
+    }
+
+    /// Pending contracts of one server after a good crawl: both series under Pinned
+    /// (0 included, so an alert sees it recover), none under Trust.
+    fn observe_contracts(
+        &self,
+        key: &mcpgov_engine::ObjKey,
+        pins: &mcpgov_engine::Contracts,
+        c: &crate::crawler::Catalog,
+    ) {
+        use mcpgov_engine::{ContractMode, ContractState};
+        for state in [ContractState::Changed, ContractState::Unapproved] {
+            let labels = [
+                key.namespace.as_str(),
+                key.name.as_str(),
+                super::contract_status::reason(state),
+            ];
+            if pins.mode == ContractMode::Trust {
+                let _ = self.contracts_pending.remove_label_values(&labels);
+                continue;
+            }
+            let n = c
+                .tools
+                .iter()
+                .filter(|t| pins.check(&t.name, Some(&t.contract_digest)) == Some(state))
+                .count();
+            self.contracts_pending
+                .with_label_values(&labels)
+                .set(n as i64);
+        }
+    }
+
+    /// Forget a deleted server's contract series.
+    pub fn forget_contracts(&self, key: &mcpgov_engine::ObjKey) {
+        for reason in ["ContractChanged", "ContractUnapproved"] {
+            let _ = self.contracts_pending.remove_label_values(&[
+                key.namespace.as_str(),
+                key.name.as_str(),
+                reason,
+            ]);
+        }
     }
 
     /// Export one Grant's exception expiry series, removing those of `before` it no

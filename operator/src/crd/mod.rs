@@ -126,6 +126,25 @@ impl MCPServer {
                 .map(|s| engine::Sharing::from_list(&s.namespaces))
                 .unwrap_or_default(),
             catalog,
+            contracts: self.contract_pins(),
+        }
+    }
+
+    /// `spec.contracts` as the engine reads it (Trust, nothing approved, when absent).
+    pub fn contract_pins(&self) -> engine::Contracts {
+        let Some(c) = &self.spec.contracts else {
+            return engine::Contracts::default();
+        };
+        engine::Contracts {
+            mode: match c.mode {
+                server::ContractMode::Trust => engine::ContractMode::Trust,
+                server::ContractMode::Pinned => engine::ContractMode::Pinned,
+            },
+            approved: c
+                .approved
+                .iter()
+                .map(|a| (a.tool.clone(), a.digest.clone()))
+                .collect(),
         }
     }
 }
