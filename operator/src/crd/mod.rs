@@ -34,7 +34,7 @@ pub fn crds_yaml() -> String {
 
 /// An empty `metadata.namespace` is unset, as the API server (and `kubectl apply`) treat
 /// it: the object lands in the default namespace, never in one named "".
-fn key_of<K: ResourceExt>(obj: &K, default_ns: &str) -> engine::ObjKey {
+pub fn key_of<K: ResourceExt>(obj: &K, default_ns: &str) -> engine::ObjKey {
     engine::ObjKey::new(
         obj.namespace()
             .filter(|ns| !ns.is_empty())
