@@ -100,8 +100,16 @@ pub fn pending_of(s: &MCPServer, tool: Option<&str>, pin: bool) -> Vec<Pending> 
         .filter(|t| tool.is_none_or(|n| n == t.name))
         .filter_map(|t| {
             // A tool the crawl could not digest cannot be approved: there is no
-            // contract to pin.
+            // contract to pin. Nor can one whose name the spec's grammar refuses
+            // (whitespace, over 256 bytes): it stays unapproved, so blocked.
             let crawled = t.contract_digest.clone()?;
+            if !approvable(&t.name) {
+                eprintln!(
+                    "skipped {}: a tool name with whitespace or over 256 bytes cannot be approved",
+                    text::escape(&t.name)
+                );
+                return None;
+            }
             let state = as_pinned.check(&t.name, Some(&crawled))?;
             let diff = recorded
                 .get(t.name.as_str())
@@ -117,6 +125,16 @@ pub fn pending_of(s: &MCPServer, tool: Option<&str>, pin: bool) -> Vec<Pending> 
             })
         })
         .collect()
+}
+
+/// Whether `spec.contracts.approved[].tool` accepts this name: its CRD pattern
+/// `^[^\s]+$`, where the API server's `\s` (RE2) is ASCII whitespace only.
+fn approvable(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 256
+        && !name
+            .chars()
+            .any(|c| matches!(c, '\t' | '\n' | '\x0c' | '\r' | ' '))
 }
 
 /// The approval of `pending` on top of what `s` already approves.
@@ -335,6 +353,7 @@ status:
   - {{name: lookup, contractDigest: "{D2}"}}
   - {{name: publish, contractDigest: "{D3}"}}
   - {{name: broken}}
+  - {{name: "has space", contractDigest: "{D1}"}}
   contracts:
     pendingCount: 2
     pending:
