@@ -555,4 +555,79 @@ mod tests {
         assert!(m.export_expiries(&held, &BTreeMap::new()).is_empty());
         assert!(expiry_lines(&m).is_empty());
     }
+
+    /// Pinned servers export both reasons (0 included, so an alert sees recovery);
+    /// turning back to Trust, or deleting the server, leaves no series behind.
+    #[test]
+    fn contract_series_follow_the_mode_and_the_server() {
+        use crate::controller::crawl::{CrawlSpec, Outcome};
+        use mcpgov_engine::{ContractMode, Contracts, ObjKey};
+        let raw = |d: &str| {
+            let v = serde_json::json!({"name": "lookup", "description": d, "inputSchema": {}});
+            let s = serde_json::to_string(&v).unwrap();
+            let r: Box<serde_json::value::RawValue> = serde_json::from_str(&s).unwrap();
+            crate::crawler::page_tool_for_tests(&r)
+        };
+        let approved = raw("a");
+        let catalog = crate::crawler::Catalog {
+            protocol_version: "2025-11-25".into(),
+            server_name: "s".into(),
+            server_version: None,
+            client_capabilities: serde_json::json!({}),
+            tools: vec![raw("b"), {
+                let mut t = raw("c");
+                t.name = "new".into();
+                t
+            }],
+            resources: vec![],
+            resource_templates: vec![],
+            not_implemented: vec![],
+            bytes: 0,
+            catalog_digest: String::new(),
+            pages: 1,
+        };
+        let key = ObjKey::new("team", "notes");
+        let outcome = |mode| Outcome {
+            key: key.clone(),
+            spec: CrawlSpec {
+                url: "http://x/mcp".into(),
+                sse: false,
+                headers: vec![],
+                timeout: std::time::Duration::from_secs(1),
+                interval: std::time::Duration::from_secs(10),
+                max_tools: 10,
+                max_bytes: 1 << 20,
+                contracts: Contracts {
+                    mode,
+                    approved: [("lookup".to_string(), approved.contract_digest.clone())]
+                        .into_iter()
+                        .collect(),
+                },
+            },
+            finished: jiff::Timestamp::now(),
+            duration: std::time::Duration::from_millis(1),
+            result: Ok(catalog.clone()),
+        };
+        let lines = |m: &Metrics| -> Vec<String> {
+            m.render()
+                .lines()
+                .filter(|l| l.starts_with("mcpgov_contracts_pending{"))
+                .map(str::to_string)
+                .collect()
+        };
+        let m = Metrics::new();
+        m.observe_crawl(&key, &outcome(ContractMode::Pinned));
+        assert_eq!(
+            lines(&m),
+            [
+                r#"mcpgov_contracts_pending{namespace="team",reason="ContractChanged",server="notes"} 1"#,
+                r#"mcpgov_contracts_pending{namespace="team",reason="ContractUnapproved",server="notes"} 1"#,
+            ]
+        );
+        m.observe_crawl(&key, &outcome(ContractMode::Trust));
+        assert!(lines(&m).is_empty(), "{:?}", lines(&m));
+        m.observe_crawl(&key, &outcome(ContractMode::Pinned));
+        m.forget_contracts(&key);
+        assert!(lines(&m).is_empty(), "{:?}", lines(&m));
+    }
 }
