@@ -455,6 +455,7 @@ impl Index {
                 ] {
                     let _ = m.remove_label_values(&labels);
                 }
+                self.metrics.forget_contracts(key);
                 self.servers.remove(key).map(|_| Kind::MCPServer)
             }
             Watched::Agent => self.agents.remove(key).map(|_| Kind::Agent),

@@ -5,6 +5,7 @@
 pub mod bundles;
 pub mod catalog_status;
 pub mod conditions;
+pub mod contract_status;
 pub mod crawl;
 pub mod events;
 pub mod expiry;
