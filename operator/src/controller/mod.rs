@@ -5,6 +5,7 @@
 pub mod bundles;
 pub mod catalog_status;
 pub mod conditions;
+pub mod contract_status;
 pub mod crawl;
 pub mod events;
 pub mod expiry;
@@ -15,6 +16,7 @@ pub mod leader;
 pub mod metrics;
 mod plan;
 pub mod queue;
+mod reports;
 pub mod secrets;
 pub mod status;
 pub mod watch;
@@ -39,6 +41,8 @@ pub struct Config {
     pub net: crate::crawler::NetPolicy,
     /// Leader election; `None` runs a single writer without a Lease.
     pub election: Option<leader::Election>,
+    /// Write findings as reports in this API (`--policy-reports`); `None`: off.
+    pub policy_reports: Option<crate::reports::Api>,
 }
 
 /// Run until the process is stopped. Errors here are fatal start-up errors.
@@ -77,8 +81,9 @@ pub async fn run(config: Config) -> Result<(), String> {
     );
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
     let (jobs_tx, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut index = index::Index::new(config, metrics, ready, specs_tx, leadership);
+    index.report_writer = Some(writer.clone());
     writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());
-    let index = index::Index::new(config, metrics, ready, specs_tx, leadership);
     let lease = async {
         match lease_task {
             Some(t) => match t.await {
