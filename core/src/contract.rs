@@ -28,36 +28,43 @@ pub fn tool_contract_digest(raw_tool: &str) -> Result<String, String> {
 /// [`tool_contract_digest`], stopping with the budget's message when it runs out (the
 /// crawler ticks its deadline here).
 pub fn tool_contract_digest_within(raw_tool: &str, budget: &dyn Budget) -> Result<String, String> {
-    let t = Parsed::of(raw_tool)?;
-    // Buffered: canonical JSON is written in many small pieces.
-    let mut w = std::io::BufWriter::with_capacity(8192, DigestWriter::new());
-    let io = |e: std::io::Error| e.to_string();
-    // Members in sorted order: annotations, description, inputSchema, name,
-    // outputSchema, title.
-    let mut members = Members::default();
-    if !t.annotations.is_empty() {
-        members.key(&mut w, "annotations").map_err(io)?;
-        t.annotations.write(&mut w).map_err(io)?;
+    ToolEntry::read(raw_tool)?.digest_within(budget)
+}
+
+impl ToolEntry<'_> {
+    /// [`tool_contract_digest`] of this entry, within `budget`.
+    pub fn digest_within(&self, budget: &dyn Budget) -> Result<String, String> {
+        let t = self;
+        // Buffered: canonical JSON is written in many small pieces.
+        let mut w = std::io::BufWriter::with_capacity(8192, DigestWriter::new());
+        let io = |e: std::io::Error| e.to_string();
+        // Members in sorted order: annotations, description, inputSchema, name,
+        // outputSchema, title.
+        let mut members = Members::default();
+        if !t.annotations.is_empty() {
+            members.key(&mut w, "annotations").map_err(io)?;
+            t.annotations.write(&mut w).map_err(io)?;
+        }
+        if let Some(d) = &t.description {
+            members.key(&mut w, "description").map_err(io)?;
+            write_string(d, &mut w).map_err(io)?;
+        }
+        members.key(&mut w, "inputSchema").map_err(io)?;
+        canonical(t.input_schema, 1, budget, &mut w).map_err(|e| format!("inputSchema: {e}"))?;
+        members.key(&mut w, "name").map_err(io)?;
+        write_string(&t.name, &mut w).map_err(io)?;
+        if let Some(o) = t.output_schema {
+            members.key(&mut w, "outputSchema").map_err(io)?;
+            canonical(o, 1, budget, &mut w).map_err(|e| format!("outputSchema: {e}"))?;
+        }
+        if let Some(t) = &t.title {
+            members.key(&mut w, "title").map_err(io)?;
+            write_string(t, &mut w).map_err(io)?;
+        }
+        members.close(&mut w).map_err(io)?;
+        let w = w.into_inner().map_err(|e| e.to_string())?;
+        Ok(w.finish())
     }
-    if let Some(d) = &t.description {
-        members.key(&mut w, "description").map_err(io)?;
-        write_string(d, &mut w).map_err(io)?;
-    }
-    members.key(&mut w, "inputSchema").map_err(io)?;
-    canonical(t.input_schema, 1, budget, &mut w).map_err(|e| format!("inputSchema: {e}"))?;
-    members.key(&mut w, "name").map_err(io)?;
-    write_string(&t.name, &mut w).map_err(io)?;
-    if let Some(o) = t.output_schema {
-        members.key(&mut w, "outputSchema").map_err(io)?;
-        canonical(o, 1, budget, &mut w).map_err(|e| format!("outputSchema: {e}"))?;
-    }
-    if let Some(t) = &t.title {
-        members.key(&mut w, "title").map_err(io)?;
-        write_string(t, &mut w).map_err(io)?;
-    }
-    members.close(&mut w).map_err(io)?;
-    let w = w.into_inner().map_err(|e| e.to_string())?;
-    Ok(w.finish())
 }
 
 /// The digest of each part of a tool's contract (`sha256:` over that part's RFC 8785
@@ -92,67 +99,77 @@ pub fn tool_contract_parts_within(
     raw_tool: &str,
     budget: &dyn Budget,
 ) -> Result<ContractParts, String> {
-    let t = Parsed::of(raw_tool)?;
-    let io = |e: std::io::Error| e.to_string();
-    let text = |s: &Option<Cow<str>>| -> Result<Option<String>, String> {
-        s.as_ref()
-            .map(|s| {
-                let mut w = DigestWriter::new();
-                write_string(s, &mut w).map_err(io)?;
-                Ok(w.finish())
+    ToolEntry::read(raw_tool)?.parts_within(budget)
+}
+
+impl ToolEntry<'_> {
+    /// [`ContractParts`] of this entry, within `budget`.
+    pub fn parts_within(&self, budget: &dyn Budget) -> Result<ContractParts, String> {
+        let t = self;
+        let io = |e: std::io::Error| e.to_string();
+        let text = |s: &Option<Cow<str>>| -> Result<Option<String>, String> {
+            s.as_ref()
+                .map(|s| {
+                    let mut w = DigestWriter::new();
+                    write_string(s, &mut w).map_err(io)?;
+                    Ok(w.finish())
+                })
+                .transpose()
+        };
+        let schema = |raw: Option<&str>, key: &str| -> Result<Option<String>, String> {
+            raw.map(|raw| {
+                let mut w = std::io::BufWriter::with_capacity(8192, DigestWriter::new());
+                canonical(raw, 1, budget, &mut w).map_err(|e| format!("{key}: {e}"))?;
+                Ok(w.into_inner().map_err(|e| e.to_string())?.finish())
             })
             .transpose()
-    };
-    let schema = |raw: Option<&str>, key: &str| -> Result<Option<String>, String> {
-        raw.map(|raw| {
-            let mut w = std::io::BufWriter::with_capacity(8192, DigestWriter::new());
-            canonical(raw, 1, budget, &mut w).map_err(|e| format!("{key}: {e}"))?;
-            Ok(w.into_inner().map_err(|e| e.to_string())?.finish())
+        };
+        let annotations = if t.annotations.is_empty() {
+            None
+        } else {
+            let mut w = DigestWriter::new();
+            t.annotations.write(&mut w).map_err(io)?;
+            Some(w.finish())
+        };
+        Ok(ContractParts {
+            title: text(&t.title)?,
+            description: text(&t.description)?,
+            input_schema: schema(Some(t.input_schema), "inputSchema")?,
+            output_schema: schema(t.output_schema, "outputSchema")?,
+            annotations,
         })
-        .transpose()
-    };
-    let annotations = if t.annotations.is_empty() {
-        None
-    } else {
-        let mut w = DigestWriter::new();
-        t.annotations.write(&mut w).map_err(io)?;
-        Some(w.finish())
-    };
-    Ok(ContractParts {
-        title: text(&t.title)?,
-        description: text(&t.description)?,
-        input_schema: schema(Some(t.input_schema), "inputSchema")?,
-        output_schema: schema(t.output_schema, "outputSchema")?,
-        annotations,
-    })
+    }
 }
 
-/// A tool entry read and type-checked, its schemas still raw.
-struct Parsed<'a> {
-    name: Cow<'a, str>,
-    title: Option<Cow<'a, str>>,
-    description: Option<Cow<'a, str>>,
+/// One `tools/list` entry read and type-checked, its schemas still raw (borrowed from
+/// the entry's bytes): the one reading of a tool entry. The digests are computed from
+/// it ([`ToolEntry::digest_within`], [`ToolEntry::parts_within`]), and the crawler
+/// keeps its display strings from it, so both see the same fields.
+///
+/// Refused: not an object, a missing or empty `name`, a field of the wrong type
+/// (`inputSchema` is required and an object; `annotations`, when present, an object
+/// whose known fields have their types).
+#[derive(Debug)]
+pub struct ToolEntry<'a> {
+    pub name: Cow<'a, str>,
+    pub title: Option<Cow<'a, str>>,
+    pub description: Option<Cow<'a, str>>,
     input_schema: &'a str,
     output_schema: Option<&'a str>,
-    annotations: Annotations<'a>,
+    pub annotations: ToolAnnotations<'a>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct Annotations<'a> {
-    #[serde(borrow, default)]
-    title: Option<Cow<'a, str>>,
-    #[serde(default)]
-    read_only_hint: Option<bool>,
-    #[serde(default)]
-    destructive_hint: Option<bool>,
-    #[serde(default)]
-    idempotent_hint: Option<bool>,
-    #[serde(default)]
-    open_world_hint: Option<bool>,
+/// The known fields of a tool's `annotations` (others are ignored, by the digest too).
+#[derive(Debug, Default)]
+pub struct ToolAnnotations<'a> {
+    pub title: Option<Cow<'a, str>>,
+    pub read_only_hint: Option<bool>,
+    pub destructive_hint: Option<bool>,
+    pub idempotent_hint: Option<bool>,
+    pub open_world_hint: Option<bool>,
 }
 
-impl Annotations<'_> {
+impl ToolAnnotations<'_> {
     fn hints(&self) -> [(&'static str, Option<bool>); 4] {
         [
             ("destructiveHint", self.destructive_hint),
@@ -162,7 +179,8 @@ impl Annotations<'_> {
         ]
     }
 
-    fn is_empty(&self) -> bool {
+    /// No known field set: the digest leaves `annotations` out.
+    pub fn is_empty(&self) -> bool {
         self.title.is_none() && self.hints().iter().all(|(_, h)| h.is_none())
     }
 
@@ -183,9 +201,11 @@ impl Annotations<'_> {
     }
 }
 
-impl<'a> Parsed<'a> {
-    fn of(raw_tool: &'a str) -> Result<Parsed<'a>, String> {
-        type Field<'a> = Option<&'a RawValue>;
+type Field<'a> = Option<&'a RawValue>;
+
+impl<'a> ToolEntry<'a> {
+    /// Read one raw `tools/list` entry (see [`ToolEntry`] for what is refused).
+    pub fn read(raw_tool: &'a str) -> Result<ToolEntry<'a>, String> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct RawTool<'a> {
@@ -202,22 +222,48 @@ impl<'a> Parsed<'a> {
             #[serde(borrow, default)]
             annotations: Field<'a>,
         }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct RawAnnotations<'a> {
+            #[serde(borrow, default)]
+            title: Field<'a>,
+            #[serde(borrow, default)]
+            read_only_hint: Field<'a>,
+            #[serde(borrow, default)]
+            destructive_hint: Field<'a>,
+            #[serde(borrow, default)]
+            idempotent_hint: Field<'a>,
+            #[serde(borrow, default)]
+            open_world_hint: Field<'a>,
+        }
         if !raw_tool.trim_start().starts_with('{') {
             return Err("not an object".into());
         }
         let t: RawTool = serde_json::from_str(raw_tool).map_err(|e| e.to_string())?;
-        let name = string(t.name, "name")?.ok_or("name is missing")?;
+        let name = string(t.name, "name")?.unwrap_or_default();
         if name.is_empty() {
             return Err("name is missing or empty".into());
         }
+        let title = string(t.title, "title")?;
+        let description = string(t.description, "description")?;
         let annotations = match object(t.annotations, "annotations")? {
-            None => Annotations::default(),
-            Some(a) => serde_json::from_str(a).map_err(|e| format!("annotations: {e}"))?,
+            None => ToolAnnotations::default(),
+            Some(a) => {
+                let a: RawAnnotations =
+                    serde_json::from_str(a).map_err(|e| format!("annotations: {e}"))?;
+                ToolAnnotations {
+                    title: string(a.title, "annotations.title")?,
+                    read_only_hint: boolean(a.read_only_hint, "readOnlyHint")?,
+                    destructive_hint: boolean(a.destructive_hint, "destructiveHint")?,
+                    idempotent_hint: boolean(a.idempotent_hint, "idempotentHint")?,
+                    open_world_hint: boolean(a.open_world_hint, "openWorldHint")?,
+                }
+            }
         };
-        Ok(Parsed {
+        Ok(ToolEntry {
             name,
-            title: string(t.title, "title")?,
-            description: string(t.description, "description")?,
+            title,
+            description,
             input_schema: object(t.input_schema, "inputSchema")?.ok_or("inputSchema is missing")?,
             output_schema: object(t.output_schema, "outputSchema")?,
             annotations,
@@ -244,7 +290,7 @@ impl Members {
     }
 }
 
-fn string<'a>(raw: Option<&'a RawValue>, key: &str) -> Result<Option<Cow<'a, str>>, String> {
+fn string<'a>(raw: Field<'a>, key: &str) -> Result<Option<Cow<'a, str>>, String> {
     match raw {
         None => Ok(None),
         Some(r) => serde_json::from_str::<Option<Cow<'a, str>>>(r.get())
@@ -252,8 +298,16 @@ fn string<'a>(raw: Option<&'a RawValue>, key: &str) -> Result<Option<Cow<'a, str
     }
 }
 
+fn boolean(raw: Field, key: &str) -> Result<Option<bool>, String> {
+    match raw {
+        None => Ok(None),
+        Some(r) => serde_json::from_str::<Option<bool>>(r.get())
+            .map_err(|_| format!("{key} is not a boolean")),
+    }
+}
+
 /// An object-valued field, as its raw bytes.
-fn object<'a>(raw: Option<&'a RawValue>, key: &str) -> Result<Option<&'a str>, String> {
+fn object<'a>(raw: Field<'a>, key: &str) -> Result<Option<&'a str>, String> {
     match raw.map(RawValue::get) {
         None | Some("null") => Ok(None),
         Some(r) if r.starts_with('{') => Ok(Some(r)),

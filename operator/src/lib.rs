@@ -3,7 +3,6 @@
 //! The pure engine lives in the `mcpgov-engine` crate; this crate holds the custom
 //! resource types, manifest loading and validation, and the command line.
 
-pub mod catalog;
 pub mod cli;
 pub mod controller;
 pub mod crawler;
@@ -13,3 +12,6 @@ pub mod names;
 pub mod reports;
 pub mod text;
 pub mod validate;
+
+/// `mcpgov catalog apply` as a library call (tests write catalogs with it).
+pub use controller::crawl::apply as catalog;

@@ -197,7 +197,9 @@ pub fn catalog(c: CatalogCommand) -> Result<(), Failure> {
     } = c;
     let loaded = read.load(&catalog)?;
     let n = runtime()?
-        .block_on(crate::catalog::apply_loaded(loaded, &namespace))
+        .block_on(crate::controller::crawl::apply::apply_loaded(
+            loaded, &namespace,
+        ))
         .map_err(Failure::Input)?;
     eprintln!("applied the catalog of {n} MCPServer(s)");
     Ok(())
@@ -258,11 +260,8 @@ pub fn crawl(a: CrawlArgs) -> Result<(), Failure> {
             result,
         };
         let current = s.status.clone().unwrap_or_default();
-        let status = crate::controller::catalog_status::status_for(
-            &outcome,
-            &current,
-            s.metadata.generation,
-        );
+        let status =
+            crate::controller::crawl::status::status_for(&outcome, &current, s.metadata.generation);
         s.status = serde_json::from_value(status).ok();
         s.metadata.managed_fields = None;
         items.push(serde_json::to_value(&*s).expect("serialises"));

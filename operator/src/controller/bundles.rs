@@ -60,7 +60,7 @@ const HELD_DIGEST: &str = "mcpgov.io/held-sha256";
 /// for as long as the operator runs (39 MB on the 500-agent estate).
 pub fn held(mut cm: ConfigMap) -> ConfigMap {
     let data = cm.data.take().unwrap_or_default();
-    // Already held when the watch task stripped it (`hold_untyped`).
+    // Already held (by the watch task) when it went through `held` before.
     let digest = match data.get(DATA_KEY) {
         Some(bytes) => Some(mcpgov_engine::canonical::sha256_hex(bytes.as_bytes())),
         None => data.get(HELD_DIGEST).cloned(),
@@ -68,26 +68,6 @@ pub fn held(mut cm: ConfigMap) -> ConfigMap {
     cm.data = digest.map(|d| BTreeMap::from([(HELD_DIGEST.to_string(), d)]));
     cm.binary_data = None;
     cm
-}
-
-/// `held` on the watch's untyped object, before it is queued for the index: the
-/// bytes of our own just-written bundles then never wait in the channel.
-pub fn hold_untyped(object: &mut serde_json::Value) {
-    let Some(map) = object.as_object_mut() else {
-        return;
-    };
-    map.remove("binaryData");
-    let Some(data) = map.get_mut("data").and_then(|d| d.as_object_mut()) else {
-        return;
-    };
-    let digest = data
-        .get(DATA_KEY)
-        .and_then(|b| b.as_str())
-        .map(|b| mcpgov_engine::canonical::sha256_hex(b.as_bytes()));
-    if let Some(digest) = digest {
-        data.clear();
-        data.insert(HELD_DIGEST.to_string(), digest.into());
-    }
 }
 
 /// The sha256 of the bundle a held ConfigMap carries.
@@ -188,12 +168,14 @@ mod tests {
         };
         // Straight from our own write.
         assert_eq!(held_digest(&held(cm.clone())), Some(want.as_str()));
-        // Through the watch task's untyped strip, then decoded and held again.
-        let mut untyped = serde_json::to_value(&cm).unwrap();
-        hold_untyped(&mut untyped);
-        assert!(!untyped.to_string().contains("MCPGovBundle"));
-        let decoded: ConfigMap = serde_json::from_value(untyped).unwrap();
-        assert_eq!(held_digest(&held(decoded)), Some(want.as_str()));
+        // Held by the watch task, then held again (idempotent).
+        let once = held(cm.clone());
+        assert!(
+            !serde_json::to_string(&once)
+                .unwrap()
+                .contains("MCPGovBundle")
+        );
+        assert_eq!(held_digest(&held(once)), Some(want.as_str()));
         // Someone else's data under our label holds no digest: it gets rewritten.
         let foreign = ConfigMap {
             data: Some(BTreeMap::from([("other".to_string(), "x".to_string())])),

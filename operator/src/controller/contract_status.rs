@@ -62,13 +62,7 @@ fn part_digests(p: &ContractParts) -> ContractPartDigests {
 }
 
 fn annotations(a: &crawler::Annotations) -> Option<ToolAnnotations> {
-    (!a.is_empty()).then(|| ToolAnnotations {
-        title: a.title.clone(),
-        read_only_hint: a.read_only_hint,
-        destructive_hint: a.destructive_hint,
-        idempotent_hint: a.idempotent_hint,
-        open_world_hint: a.open_world_hint,
-    })
+    (!a.is_empty()).then(|| a.into())
 }
 
 fn seen(t: &crawler::Tool) -> SeenContract {

@@ -6,13 +6,15 @@
 
 use super::Config;
 use super::jobs::{Job, ObjectId, Op, Report};
+use super::kind::{self, Watched};
 use super::metrics::MetricOp;
 use super::metrics::Metrics;
+use super::msg::{Msg, Object};
 use super::status::BundleOutcome;
-use super::watch::{self, Msg, Watched};
 use crate::crd::{Agent, Grant, MCPServer, Policy};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::DynamicObject;
+use kube::Resource;
+use kube::core::object::HasStatus;
 use mcpgov_engine::{Engine, EngineConfig, Impact, Kind, ObjKey};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -116,13 +118,6 @@ pub(super) struct Index {
 /// The longest the first full pass waits for first crawls.
 const FIRST_CRAWL_GRACE: Duration = Duration::from_secs(15);
 
-fn key_of(obj: &DynamicObject) -> ObjKey {
-    ObjKey::new(
-        obj.metadata.namespace.clone().unwrap_or_default(),
-        obj.metadata.name.clone().unwrap_or_default(),
-    )
-}
-
 impl Index {
     pub fn new(
         config: Config,
@@ -190,7 +185,7 @@ impl Index {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.listed.len() == watch::ALL.len()
+        self.listed.len() == kind::ALL.len()
     }
 
     pub async fn run(
@@ -378,13 +373,19 @@ impl Index {
 
     pub(super) fn handle(&mut self, msg: Msg) {
         match msg {
-            Msg::Apply(kind, obj) => {
-                if let Some(seen) = self.relisting.get_mut(&kind) {
-                    seen.insert(key_of(&obj));
+            Msg::Apply(obj) => {
+                if let Some(seen) = self.relisting.get_mut(&obj.kind()) {
+                    seen.insert(obj.key());
                 }
-                self.apply(kind, &obj);
+                self.apply(obj);
             }
-            Msg::Delete(kind, obj) => self.delete(kind, &key_of(&obj)),
+            Msg::Malformed(kind, key) => {
+                // Still there: a relist keeps the last good version.
+                if let Some(seen) = self.relisting.get_mut(&kind) {
+                    seen.insert(key);
+                }
+            }
+            Msg::Delete(kind, key) => self.delete(kind, &key),
             Msg::ListStart(kind) => {
                 self.relisting.insert(kind, BTreeSet::new());
             }
@@ -404,7 +405,7 @@ impl Index {
                 if let Ok(cat) = &outcome.result {
                     let key = outcome.key.clone();
                     self.catalogs
-                        .insert(key.clone(), super::catalog_status::engine_catalog(cat));
+                        .insert(key.clone(), mcpgov_engine::Catalog::from(cat));
                     if let Some(s) = self.servers.get(&key) {
                         let impact = self.engine.apply(self.server_object(&key, s));
                         self.dirty.absorb(impact);
@@ -445,53 +446,80 @@ impl Index {
         }
     }
 
-    fn apply(&mut self, kind: Watched, obj: &DynamicObject) {
-        let key = key_of(obj);
-        let generation = obj.metadata.generation;
-        // A new generation always gets its status rewritten (observedGeneration), even
-        // when nothing the engine sees changed.
-        macro_rules! store {
-            ($map:ident, $ty:ty, $convert:expr) => {{
-                let Some(mut typed) = watch::decode::<$ty>(obj, kind, &self.metrics) else {
-                    return;
-                };
-                if self.older_than_written(kind, &key, &typed.metadata) {
-                    // An event from before our own status write: keep the status we wrote.
-                    typed.status = self.$map.get(&key).and_then(|o| o.status.clone());
-                }
-                let moved = self
-                    .$map
-                    .get(&key)
-                    .is_none_or(|old| old.metadata.generation != generation);
-                let impact = self.engine.apply($convert(self, &typed));
-                let changed = impact.changed;
-                tracing::debug!(kind = kind.name(), object = %key, changed, moved, "applied");
-                self.dirty.absorb(impact);
-                self.$map.insert(key.clone(), typed);
-                if moved || changed {
-                    self.mark(kind, key.clone());
-                }
-            }};
-        }
-        match kind {
-            Watched::MCPServer => store!(servers, MCPServer, |me: &Self, s: &MCPServer| me
-                .server_object(&key, s)),
-            Watched::Agent => store!(agents, Agent, |_: &Self, a: &Agent| {
-                mcpgov_engine::Object::Agent(a.to_engine(""))
-            }),
-            Watched::Policy => store!(policies, Policy, |_: &Self, p: &Policy| {
-                mcpgov_engine::Object::Policy(p.to_engine(""))
-            }),
-            Watched::Grant => store!(grants, Grant, |_: &Self, g: &Grant| {
-                mcpgov_engine::Object::Grant(g.to_engine(""))
-            }),
-            Watched::ConfigMap => {
-                if let Some(cm) = watch::decode::<ConfigMap>(obj, kind, &self.metrics)
-                    && !self.older_than_written(kind, &key, &cm.metadata)
-                {
-                    self.configmaps.insert(key, super::bundles::held(cm));
+    fn apply(&mut self, obj: Object) {
+        let (kind, key) = (obj.kind(), obj.key());
+        match obj {
+            Object::MCPServer(s) => {
+                let k = key.clone();
+                self.store(
+                    kind,
+                    key,
+                    *s,
+                    |ix| &mut ix.servers,
+                    move |ix, s| ix.server_object(&k, s),
+                )
+            }
+            Object::Agent(a) => self.store(
+                kind,
+                key,
+                *a,
+                |ix| &mut ix.agents,
+                |_, a| mcpgov_engine::Object::Agent(a.to_engine("")),
+            ),
+            Object::Policy(p) => self.store(
+                kind,
+                key,
+                *p,
+                |ix| &mut ix.policies,
+                |_, p| mcpgov_engine::Object::Policy(p.to_engine("")),
+            ),
+            Object::Grant(g) => self.store(
+                kind,
+                key,
+                *g,
+                |ix| &mut ix.grants,
+                |_, g| mcpgov_engine::Object::Grant(g.to_engine("")),
+            ),
+            // Held by the watch task already (no bundle bytes).
+            Object::ConfigMap(cm) => {
+                if !self.older_than_written(kind, &key, &cm.metadata) {
+                    self.configmaps.insert(key, *cm);
                 }
             }
+        }
+    }
+
+    /// Keep `typed` as the object `key` of `kind` (in the map `map` picks), apply its
+    /// engine form (`engine_form`) and mark it when it moved or changed. A new
+    /// generation always gets its status rewritten (observedGeneration), even when
+    /// nothing the engine sees changed.
+    fn store<K>(
+        &mut self,
+        kind: Watched,
+        key: ObjKey,
+        mut typed: K,
+        map: fn(&mut Index) -> &mut BTreeMap<ObjKey, K>,
+        engine_form: impl FnOnce(&Index, &K) -> mcpgov_engine::Object,
+    ) where
+        K: Resource + HasStatus,
+        K::Status: Clone,
+    {
+        if self.older_than_written(kind, &key, typed.meta()) {
+            // An event from before our own status write: keep the status we wrote.
+            *typed.status_mut() = map(self).get(&key).and_then(|o| o.status().cloned());
+        }
+        let generation = typed.meta().generation;
+        let moved = map(self)
+            .get(&key)
+            .is_none_or(|old| old.meta().generation != generation);
+        let object = engine_form(self, &typed);
+        let impact = self.engine.apply(object);
+        let changed = impact.changed;
+        tracing::debug!(kind = kind.name(), object = %key, changed, moved, "applied");
+        self.dirty.absorb(impact);
+        map(self).insert(key.clone(), typed);
+        if moved || changed {
+            self.mark(kind, key);
         }
     }
 

@@ -3,7 +3,7 @@
 //! status; ...), run in order by the writer; events go out after their step succeeded.
 
 use super::events::Notice;
-use super::watch::Watched;
+use super::kind::Watched;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use mcpgov_engine::ObjKey;
 

@@ -3,7 +3,6 @@
 //! and bundles that differ are written, by one writer.
 
 pub mod bundles;
-pub mod catalog_status;
 pub mod conditions;
 pub mod contract_status;
 pub mod crawl;
@@ -12,8 +11,10 @@ pub mod expiry;
 mod http;
 mod index;
 pub mod jobs;
+pub mod kind;
 pub mod leader;
 pub mod metrics;
+pub mod msg;
 mod plan;
 pub mod queue;
 mod reports;
@@ -67,8 +68,13 @@ pub async fn run(config: Config) -> Result<(), String> {
         .with_label_values(&[env!("CARGO_PKG_VERSION")])
         .set(1);
     metrics.leader.set(leadership.is_leader() as i64);
-    let (tx, rx) = tokio::sync::mpsc::channel(4096);
-    watch::spawn_all(&client, config.namespace.as_deref(), tx.clone());
+    let (tx, rx) = tokio::sync::mpsc::channel::<msg::Msg>(4096);
+    watch::spawn_all(
+        &client,
+        config.namespace.as_deref(),
+        tx.clone(),
+        metrics.malformed_objects.clone(),
+    );
     let (specs_tx, specs_rx) = tokio::sync::watch::channel(crawl::Specs::new());
     crawl::spawn(
         client.clone(),

@@ -13,9 +13,9 @@ use super::conditions::{self as c, Desired};
 use super::events::Notice;
 use super::index::{AgentSummary, Dirty, Index};
 use super::jobs::{Event, Job, ObjectId, Op, Step};
+use super::kind::Watched;
 use super::metrics::{Counter, Gauge, MetricOp};
 use super::status::{self, BundleOutcome};
-use super::watch::Watched;
 use crate::crd::Agent;
 use crate::crd::agent::{AgentStatus, BundleStatus};
 use crate::crd::grant::GrantStatus;
@@ -322,10 +322,10 @@ impl Index {
             };
             let current = server.status.clone().unwrap_or_default();
             let status =
-                super::catalog_status::status_for(&outcome, &current, server.metadata.generation);
+                super::crawl::status::status_for(&outcome, &current, server.metadata.generation);
             let mut job = Job::new(ObjectId::new(Watched::MCPServer, outcome.key.clone()));
             job.steps.push(Step::new(Op::Status {
-                manager: crate::catalog::CATALOG_FIELD_MANAGER,
+                manager: crate::names::CATALOG_FIELD_MANAGER,
                 label: "MCPServerCatalog",
                 status,
             }));
@@ -793,10 +793,9 @@ mod plan_tests {
     //! order, and that what was written (or is on its way) is not written again.
     use super::*;
     use crate::controller::jobs::{Done, Report, Written};
-    use crate::controller::watch::Msg;
+    use crate::controller::msg::Msg;
     use crate::controller::writer::Error;
     use crate::manifest::{Resource as R, load_str};
-    use kube::api::DynamicObject;
     use std::sync::Arc;
     use std::sync::atomic::AtomicBool;
 
@@ -826,14 +825,10 @@ mod plan_tests {
             specs,
             leadership,
         );
-        for kind in crate::controller::watch::ALL {
+        for kind in crate::controller::kind::ALL {
             ix.handle(Msg::ListDone(kind));
         }
         ix
-    }
-
-    fn dynamic<K: Serialize>(k: &K) -> DynamicObject {
-        serde_json::from_value(json(k)).unwrap()
     }
 
     /// The quickstart: one server (crawled: its catalog in status), one Deny Policy, one
@@ -860,20 +855,20 @@ mod plan_tests {
                 R::MCPServer(mut s) => {
                     s.status = catalog.clone();
                     s.metadata.resource_version = rv.clone();
-                    ix.handle(Msg::Apply(Watched::MCPServer, dynamic(&*s)))
+                    ix.handle(Msg::Apply((*s).into()))
                 }
                 R::Agent(mut a) => {
                     a.metadata.uid = Some(uid.into());
                     a.metadata.resource_version = rv.clone();
-                    ix.handle(Msg::Apply(Watched::Agent, dynamic(&*a)))
+                    ix.handle(Msg::Apply((*a).into()))
                 }
                 R::Policy(mut p) => {
                     p.metadata.resource_version = rv.clone();
-                    ix.handle(Msg::Apply(Watched::Policy, dynamic(&*p)))
+                    ix.handle(Msg::Apply((*p).into()))
                 }
                 R::Grant(mut g) => {
                     g.metadata.resource_version = rv.clone();
-                    ix.handle(Msg::Apply(Watched::Grant, dynamic(&*g)))
+                    ix.handle(Msg::Apply((*g).into()))
                 }
             }
         }
@@ -1065,8 +1060,8 @@ mod plan_tests {
                      "provenance": {"source": "OperatorAsserted", "confidence": "High", "evidence": "t"}}
         }))
         .unwrap();
-        ix.handle(Msg::Apply(Watched::Agent, dynamic(&a)));
-        ix.handle(Msg::Apply(Watched::Grant, dynamic(&g)));
+        ix.handle(Msg::Apply(a.clone().into()));
+        ix.handle(Msg::Apply(g.clone().into()));
         let plan = all(&mut ix);
         let policy = plan.job(&id(Watched::Policy, "drafts-deny")).unwrap();
         let status = status_of(&policy.steps[0]);
@@ -1080,7 +1075,10 @@ mod plan_tests {
         for job in &plan.jobs {
             ix.handle(report(job, |i| ok(20 + i as u64)));
         }
-        ix.handle(Msg::Delete(Watched::Grant, dynamic(&g)));
+        ix.handle(Msg::Delete(
+            Watched::Grant,
+            crate::controller::msg::key_of(&g.metadata),
+        ));
         let next = ix.plan(now());
         let policy = next.job(&id(Watched::Policy, "drafts-deny")).unwrap();
         assert_eq!(status_of(&policy.steps[0])["violations"], 1);
@@ -1099,7 +1097,10 @@ mod plan_tests {
             .get(&ObjKey::new("quickstart", "vibe-coder"))
             .cloned()
             .unwrap();
-        ix.handle(Msg::Delete(Watched::Agent, dynamic(&agent)));
+        ix.handle(Msg::Delete(
+            Watched::Agent,
+            crate::controller::msg::key_of(&agent.metadata),
+        ));
         let next = ix.plan(now());
         let job = next.job(&id(Watched::Agent, "vibe-coder")).unwrap();
         assert_eq!(
@@ -1128,7 +1129,10 @@ mod plan_tests {
         let cm = ix.configmaps.get(&cm_key).cloned().unwrap();
         // Someone deletes the bundle: the Agent's next plan creates it again (revision
         // 1 again: nothing holds the old one).
-        ix.handle(Msg::Delete(Watched::ConfigMap, dynamic(&cm)));
+        ix.handle(Msg::Delete(
+            Watched::ConfigMap,
+            crate::controller::msg::key_of(&cm.metadata),
+        ));
         let next = ix.plan(now());
         let agent = next.job(&id(Watched::Agent, "vibe-coder")).unwrap();
         assert!(
@@ -1162,7 +1166,7 @@ mod plan_tests {
             .unwrap();
         policy.metadata.generation = Some(2);
         policy.metadata.resource_version = Some("60".into());
-        ix.handle(Msg::Apply(Watched::Policy, dynamic(&policy)));
+        ix.handle(Msg::Apply(policy.clone().into()));
         let next = ix.plan(now());
         assert_eq!(next.jobs.len(), 1, "{next:#?}");
         let status = status_of(&next.jobs[0].steps[0]);
@@ -1192,7 +1196,7 @@ mod plan_tests {
             owner: None,
             expires: Some("2026-12-01T12:00:00.5Z".into()),
         }];
-        ix.handle(Msg::Apply(Watched::Grant, dynamic(&g)));
+        ix.handle(Msg::Apply(g.clone().into()));
         let violations = |ix: &mut Index, at: &str| {
             ix.dirty.all = true;
             let plan = ix.plan(at.parse().unwrap());

@@ -77,7 +77,7 @@ impl Queue {
 mod tests {
     use super::*;
     use crate::controller::jobs::{Op, Step};
-    use crate::controller::watch::Watched;
+    use crate::controller::kind::Watched;
     use mcpgov_engine::ObjKey;
 
     fn job(name: &str, v: i64) -> Job {

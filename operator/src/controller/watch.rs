@@ -1,76 +1,30 @@
-//! Guarded watches: each kind is watched as untyped objects and decoded one by one, so
-//! a malformed object is logged, counted and skipped instead of failing the whole list.
+//! Guarded watches: each kind is watched as untyped objects and decoded one by one in
+//! its watch task, so a malformed object is logged, counted and skipped instead of
+//! failing the whole list, and the index receives typed objects (`msg::Object`).
 //! Every watch feeds one channel that the index task drains.
 
-use super::metrics::Metrics;
+use super::kind::{ALL, Watched};
+use super::msg::{Msg, Object, key_of};
+use crate::crd::{Agent, Grant, MCPServer, Policy};
+use crate::names::{MANAGED_BY, MANAGER};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::Resource;
 use kube::api::{Api, DynamicObject};
-use kube::core::{ApiResource, GroupVersionKind};
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource};
+use prometheus::IntCounterVec;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-/// What the index watches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Watched {
-    MCPServer,
-    Agent,
-    Policy,
-    Grant,
-    ConfigMap,
-}
-
-pub const ALL: [Watched; 5] = [
-    Watched::MCPServer,
-    Watched::Agent,
-    Watched::Policy,
-    Watched::Grant,
-    Watched::ConfigMap,
-];
-
-use crate::names::{MANAGED_BY, MANAGER};
-
-impl Watched {
-    pub fn name(self) -> &'static str {
-        match self {
-            Watched::MCPServer => "MCPServer",
-            Watched::Agent => "Agent",
-            Watched::Policy => "Policy",
-            Watched::Grant => "Grant",
-            Watched::ConfigMap => "ConfigMap",
-        }
-    }
-
-    pub(super) fn api_resource(self) -> ApiResource {
-        match self {
-            Watched::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
-            k => ApiResource::from_gvk(&GroupVersionKind::gvk(
-                crate::crd::common::GROUP,
-                crate::crd::common::VERSION,
-                k.name(),
-            )),
-        }
-    }
-}
-
-#[derive(Debug)]
-pub enum Msg {
-    Apply(Watched, DynamicObject),
-    Delete(Watched, DynamicObject),
-    /// A (re)list started: objects not re-listed before `ListDone` are gone.
-    ListStart(Watched),
-    ListDone(Watched),
-    Failed(Watched, String),
-    /// A crawl finished (from the crawl scheduler, not a watch).
-    Crawled(Box<super::crawl::Outcome>),
-    /// The writer finished a job (from the writer task, not a watch).
-    Written(Box<super::jobs::Report>),
-}
-
-/// Spawn one watch per kind; all send into `tx`.
-pub fn spawn_all(client: &Client, namespace: Option<&str>, tx: mpsc::Sender<Msg>) {
+/// Spawn one watch per kind; all send into `tx`. `malformed` counts objects that did
+/// not decode, by kind.
+pub fn spawn_all(
+    client: &Client,
+    namespace: Option<&str>,
+    tx: mpsc::Sender<Msg>,
+    malformed: IntCounterVec,
+) {
     for kind in ALL {
         let ar = kind.api_resource();
         let api: Api<DynamicObject> = match namespace {
@@ -82,19 +36,30 @@ pub fn spawn_all(client: &Client, namespace: Option<&str>, tx: mpsc::Sender<Msg>
             config = config.labels(&format!("{MANAGED_BY}={MANAGER}"));
         }
         let tx = tx.clone();
+        let malformed = malformed.clone();
         let span = tracing::info_span!("watch", kind = kind.name());
         tokio::spawn(
             async move {
                 let mut stream = watcher(api, config).default_backoff().boxed();
                 while let Some(ev) = stream.next().await {
                     let msg = match ev {
-                        Ok(watcher::Event::Apply(mut o) | watcher::Event::InitApply(mut o)) => {
-                            if kind == Watched::ConfigMap {
-                                super::bundles::hold_untyped(&mut o.data);
+                        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                            let key = key_of(&o.metadata);
+                            match decode(kind, o) {
+                                Ok(obj) => Msg::Apply(obj),
+                                Err(e) => {
+                                    tracing::warn!(
+                                        namespace = key.namespace,
+                                        name = key.name,
+                                        error = %e,
+                                        "skipping malformed object"
+                                    );
+                                    malformed.with_label_values(&[kind.name()]).inc();
+                                    Msg::Malformed(kind, key)
+                                }
                             }
-                            Msg::Apply(kind, o)
                         }
-                        Ok(watcher::Event::Delete(o)) => Msg::Delete(kind, o),
+                        Ok(watcher::Event::Delete(o)) => Msg::Delete(kind, key_of(&o.metadata)),
                         Ok(watcher::Event::Init) => Msg::ListStart(kind),
                         Ok(watcher::Event::InitDone) => Msg::ListDone(kind),
                         Err(e) => {
@@ -112,35 +77,47 @@ pub fn spawn_all(client: &Client, namespace: Option<&str>, tx: mpsc::Sender<Msg>
     }
 }
 
-/// Decode one untyped object into its typed form; `None` (logged, counted) if malformed.
-pub fn decode<K>(obj: &DynamicObject, kind: Watched, metrics: &Metrics) -> Option<K>
+/// Decode one untyped object of `kind` into its typed form; a ConfigMap is held
+/// (`bundles::held`) on the way.
+pub fn decode(kind: Watched, obj: DynamicObject) -> Result<Object, serde_json::Error> {
+    Ok(match kind {
+        Watched::MCPServer => typed::<MCPServer>(obj)?.into(),
+        Watched::Agent => typed::<Agent>(obj)?.into(),
+        Watched::Policy => typed::<Policy>(obj)?.into(),
+        Watched::Grant => typed::<Grant>(obj)?.into(),
+        Watched::ConfigMap => super::bundles::held(typed::<ConfigMap>(obj)?).into(),
+    })
+}
+
+/// The typed form of an untyped object. Its fields are moved, not copied, and its
+/// metadata, already typed, is put in place after (the typed form gets an empty one to
+/// decode).
+fn typed<K>(obj: DynamicObject) -> Result<K, serde_json::Error>
 where
-    K: Resource + serde::de::DeserializeOwned,
-    K::DynamicType: Default,
+    K: Resource<DynamicType = ()> + serde::de::DeserializeOwned,
 {
-    let mut value = serde_json::to_value(obj).ok()?;
+    let DynamicObject {
+        types,
+        metadata,
+        data,
+    } = obj;
+    let mut fields = match data {
+        serde_json::Value::Object(m) => m,
+        serde_json::Value::Null => serde_json::Map::new(),
+        _ => return Err(serde::de::Error::custom("not an object")),
+    };
     // List items may omit apiVersion/kind; the typed form wants them.
-    if let Some(map) = value.as_object_mut() {
-        map.entry("apiVersion")
-            .or_insert_with(|| K::api_version(&Default::default()).into_owned().into());
-        map.entry("kind")
-            .or_insert_with(|| K::kind(&Default::default()).into_owned().into());
-    }
-    match serde_json::from_value::<K>(value) {
-        Ok(k) => Some(k),
-        Err(e) => {
-            tracing::warn!(
-                kind = kind.name(),
-                namespace = obj.metadata.namespace.as_deref().unwrap_or(""),
-                name = obj.metadata.name.as_deref().unwrap_or(""),
-                error = %e,
-                "skipping malformed object"
-            );
-            metrics
-                .malformed_objects
-                .with_label_values(&[kind.name()])
-                .inc();
-            None
-        }
-    }
+    let (api_version, kind) = match types {
+        Some(t) => (t.api_version, t.kind),
+        None => (K::api_version(&()).into_owned(), K::kind(&()).into_owned()),
+    };
+    fields.insert("apiVersion".into(), api_version.into());
+    fields.insert("kind".into(), kind.into());
+    fields.insert(
+        "metadata".into(),
+        serde_json::Value::Object(Default::default()),
+    );
+    let mut k: K = serde_json::from_value(serde_json::Value::Object(fields))?;
+    *k.meta_mut() = metadata;
+    Ok(k)
 }

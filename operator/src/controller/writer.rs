@@ -452,11 +452,11 @@ pub const CONCURRENCY: usize = 16;
 /// The writer task: jobs from the index go through the queue (`queue`), at most
 /// `CONCURRENCY` at once and one per object; every job's report goes back to the
 /// index as a message, so it can schedule retries and record what was written.
-pub fn spawn(
+pub fn spawn<M: From<Report> + Send + 'static>(
     writer: Writer,
     concurrency: usize,
     mut jobs: tokio::sync::mpsc::UnboundedReceiver<Vec<Job>>,
-    reports: tokio::sync::mpsc::Sender<super::watch::Msg>,
+    reports: tokio::sync::mpsc::Sender<M>,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut queue = Queue::default();
@@ -497,7 +497,7 @@ pub fn spawn(
                         }
                     };
                     queue.done(&report.job);
-                    if reports.send(super::watch::Msg::Written(Box::new(report))).await.is_err() {
+                    if reports.send(M::from(report)).await.is_err() {
                         return;
                     }
                 }

@@ -13,6 +13,8 @@
 //! sorted, so it changes exactly when the catalog does.
 
 use super::CrawlError;
+use crate::crd::server::{ResourceStatus, ToolAnnotations, ToolStatus};
+use mcpgov_engine as engine;
 use mcpgov_engine::canonical::digest_of;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -108,6 +110,86 @@ pub struct ResourceTemplate {
     pub uri_template: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+}
+
+// --- the other shapes of a crawled catalog: status (bounded by the caller) and the
+// engine's (whole). One conversion each, here, beside the crawled types.
+
+impl From<&Annotations> for ToolAnnotations {
+    fn from(a: &Annotations) -> ToolAnnotations {
+        ToolAnnotations {
+            title: a.title.clone(),
+            read_only_hint: a.read_only_hint,
+            destructive_hint: a.destructive_hint,
+            idempotent_hint: a.idempotent_hint,
+            open_world_hint: a.open_world_hint,
+        }
+    }
+}
+
+/// The engine reads the hints only (never as edges); the title is for people.
+impl From<&Annotations> for engine::Annotations {
+    fn from(a: &Annotations) -> engine::Annotations {
+        engine::Annotations {
+            read_only_hint: a.read_only_hint,
+            destructive_hint: a.destructive_hint,
+            idempotent_hint: a.idempotent_hint,
+            open_world_hint: a.open_world_hint,
+        }
+    }
+}
+
+/// A tool's full status entry (annotations always written, `{}` when none).
+impl From<&Tool> for ToolStatus {
+    fn from(t: &Tool) -> ToolStatus {
+        ToolStatus {
+            name: t.name.clone(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            annotations: Some((&t.annotations).into()),
+            contract_digest: Some(t.contract_digest.clone()),
+        }
+    }
+}
+
+impl From<&Tool> for engine::CatalogTool {
+    fn from(t: &Tool) -> engine::CatalogTool {
+        engine::CatalogTool {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            annotations: (&t.annotations).into(),
+            contract_digest: Some(t.contract_digest.clone()),
+        }
+    }
+}
+
+impl From<&Resource> for ResourceStatus {
+    fn from(r: &Resource) -> ResourceStatus {
+        ResourceStatus {
+            uri: r.uri.clone(),
+            name: r.name.clone(),
+            mime_type: r.mime_type.clone(),
+        }
+    }
+}
+
+impl From<&Resource> for engine::CatalogResource {
+    fn from(r: &Resource) -> engine::CatalogResource {
+        engine::CatalogResource {
+            uri: r.uri.clone(),
+            name: r.name.clone(),
+        }
+    }
+}
+
+/// The engine's catalog from a crawl: whole (the graph never sees a truncated list).
+impl From<&Catalog> for engine::Catalog {
+    fn from(c: &Catalog) -> engine::Catalog {
+        engine::Catalog {
+            tools: c.tools.iter().map(Into::into).collect(),
+            resources: c.resources.iter().map(Into::into).collect(),
+        }
+    }
 }
 
 /// What the listing phase collected, before sorting and digesting.

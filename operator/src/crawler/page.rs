@@ -23,7 +23,7 @@ use super::catalog::{Annotations, Resource, ResourceTemplate, Tool};
 use super::error::{Cap, CrawlError};
 use super::session::ListKind;
 use super::untrusted;
-use mcpgov_core::contract::{tool_contract_digest_within, tool_contract_parts_within};
+use mcpgov_core::contract::ToolEntry;
 use mcpgov_core::streaming::Budget;
 use serde::Deserialize;
 use serde::de::{
@@ -281,27 +281,15 @@ fn opt_string(raw: Field, key: &str) -> Result<Option<String>, String> {
     }
 }
 
-fn opt_bool(raw: Field, key: &str) -> Result<Option<bool>, String> {
-    match raw {
-        None => Ok(None),
-        Some(r) => serde_json::from_str::<Option<bool>>(r.get())
-            .map_err(|_| format!("{key} is not a boolean")),
-    }
-}
-
-/// An object-valued field, as its raw bytes.
-fn opt_object<'a>(raw: Field<'a>, key: &str) -> Result<Option<&'a str>, String> {
-    match raw.map(RawValue::get) {
-        None | Some("null") => Ok(None),
-        Some(r) if r.starts_with('{') => Ok(Some(r)),
-        Some(_) => Err(format!("{key} is not an object")),
-    }
-}
-
 /// A string that names something (a tool, a resource): required, bounded, and free of
 /// anything that would have to be escaped to be shown.
 fn identity(raw: Field, key: &str, max: usize) -> Result<String, String> {
     let s = opt_string(raw, key)?.unwrap_or_default();
+    checked_identity(&s, key, max)?;
+    Ok(s)
+}
+
+fn checked_identity(s: &str, key: &str, max: usize) -> Result<(), String> {
     if s.is_empty() {
         return Err(format!("{key} is missing or empty"));
     }
@@ -314,78 +302,45 @@ fn identity(raw: Field, key: &str, max: usize) -> Result<String, String> {
     {
         return Err(format!(
             "{key} {} contains the control character U+{:04X}",
-            untrusted::line(&s, 80),
+            untrusted::line(s, 80),
             c as u32
         ));
     }
-    Ok(s)
+    Ok(())
 }
 
-fn shown_line(s: Option<String>, max: usize) -> Option<String> {
-    s.map(|s| untrusted::line(&s, max))
+fn shown_line(s: Option<&str>, max: usize) -> Option<String> {
+    s.map(|s| untrusted::line(s, max))
 }
 
 /// One `tools/list` item as retained: display strings escaped, schemas digested only.
+/// Read once, by the same reader the digest is computed from (`ToolEntry`).
 pub(crate) fn tool(raw: &RawValue, index: usize, clock: &Clock) -> Result<Tool, CrawlError> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct RawTool<'a> {
-        #[serde(borrow, default)]
-        name: Field<'a>,
-        #[serde(borrow, default)]
-        title: Field<'a>,
-        #[serde(borrow, default)]
-        description: Field<'a>,
-        #[serde(borrow, default)]
-        annotations: Field<'a>,
-    }
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct RawAnnotations<'a> {
-        #[serde(borrow, default)]
-        title: Field<'a>,
-        #[serde(borrow, default)]
-        read_only_hint: Field<'a>,
-        #[serde(borrow, default)]
-        destructive_hint: Field<'a>,
-        #[serde(borrow, default)]
-        idempotent_hint: Field<'a>,
-        #[serde(borrow, default)]
-        open_world_hint: Field<'a>,
-    }
     let read = || -> Result<Tool, String> {
         if !raw.get().starts_with('{') {
             return Err("not an object".into());
         }
-        let t: RawTool = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-        let name = identity(t.name, "name", MAX_NAME)?;
-        let title = opt_string(t.title, "title")?;
-        let description = opt_string(t.description, "description")?;
-        let annotations = match opt_object(t.annotations, "annotations")? {
-            None => Annotations::default(),
-            Some(a) => {
-                let a: RawAnnotations = serde_json::from_str(a).map_err(|e| e.to_string())?;
-                Annotations {
-                    title: opt_string(a.title, "annotations.title")?,
-                    read_only_hint: opt_bool(a.read_only_hint, "readOnlyHint")?,
-                    destructive_hint: opt_bool(a.destructive_hint, "destructiveHint")?,
-                    idempotent_hint: opt_bool(a.idempotent_hint, "idempotentHint")?,
-                    open_world_hint: opt_bool(a.open_world_hint, "openWorldHint")?,
-                }
-            }
-        };
+        let entry = ToolEntry::read(raw.get())?;
+        checked_identity(&entry.name, "name", MAX_NAME)?;
         // The one definition the gateway recomputes, over the same bytes.
-        let contract_digest = tool_contract_digest_within(raw.get(), clock)?;
+        let contract_digest = entry.digest_within(clock)?;
         // Part by part too: what an approval diff compares (a second pass over the
         // schemas, within the same deadline).
-        let parts = tool_contract_parts_within(raw.get(), clock)?;
+        let parts = entry.parts_within(clock)?;
+        let a = &entry.annotations;
         Ok(Tool {
-            name,
-            title: shown_line(title, MAX_TITLE),
-            description: description.map(|d| untrusted::text(&d, MAX_DESCRIPTION)),
+            name: entry.name.into_owned(),
+            title: shown_line(entry.title.as_deref(), MAX_TITLE),
+            description: entry
+                .description
+                .as_deref()
+                .map(|d| untrusted::text(d, MAX_DESCRIPTION)),
             annotations: Annotations {
-                title: shown_line(annotations.title, MAX_TITLE),
-                ..annotations
+                title: shown_line(a.title.as_deref(), MAX_TITLE),
+                read_only_hint: a.read_only_hint,
+                destructive_hint: a.destructive_hint,
+                idempotent_hint: a.idempotent_hint,
+                open_world_hint: a.open_world_hint,
             },
             contract_digest,
             parts,
@@ -412,8 +367,8 @@ pub(crate) fn resource(raw: &RawValue, index: usize) -> Result<Resource, CrawlEr
         let r: RawResource = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
         Ok(Resource {
             uri: identity(r.uri, "uri", MAX_URI)?,
-            name: shown_line(opt_string(r.name, "name")?, MAX_TITLE),
-            mime_type: shown_line(opt_string(r.mime_type, "mimeType")?, MAX_SHORT),
+            name: shown_line(opt_string(r.name, "name")?.as_deref(), MAX_TITLE),
+            mime_type: shown_line(opt_string(r.mime_type, "mimeType")?.as_deref(), MAX_SHORT),
         })
     };
     read().map_err(|m| bad("resource", index, &m))
@@ -435,7 +390,7 @@ pub(crate) fn template(raw: &RawValue, index: usize) -> Result<ResourceTemplate,
         let t: RawTemplate = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
         Ok(ResourceTemplate {
             uri_template: identity(t.uri_template, "uriTemplate", MAX_URI)?,
-            name: shown_line(opt_string(t.name, "name")?, MAX_TITLE),
+            name: shown_line(opt_string(t.name, "name")?.as_deref(), MAX_TITLE),
         })
     };
     read().map_err(|m| bad("resource template", index, &m))

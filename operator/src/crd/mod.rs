@@ -56,34 +56,7 @@ impl MCPServer {
     pub fn to_engine(&self, default_ns: &str) -> engine::Server {
         let catalog = self.has_catalog().then(|| {
             let st = self.status.as_ref().expect("has_catalog checked status");
-            engine::Catalog {
-                tools: st
-                    .tools
-                    .iter()
-                    .map(|t| {
-                        let a = t.annotations.clone().unwrap_or_default();
-                        engine::CatalogTool {
-                            name: t.name.clone(),
-                            description: t.description.clone(),
-                            annotations: engine::Annotations {
-                                read_only_hint: a.read_only_hint,
-                                destructive_hint: a.destructive_hint,
-                                idempotent_hint: a.idempotent_hint,
-                                open_world_hint: a.open_world_hint,
-                            },
-                            contract_digest: t.contract_digest.clone(),
-                        }
-                    })
-                    .collect(),
-                resources: st
-                    .resources
-                    .iter()
-                    .map(|r| engine::CatalogResource {
-                        uri: r.uri.clone(),
-                        name: r.name.clone(),
-                    })
-                    .collect(),
-            }
+            engine::Catalog::from(st)
         });
         engine::Server {
             key: key_of(self, default_ns),

@@ -2,6 +2,7 @@
 
 use super::common::*;
 use kube::CustomResource;
+use mcpgov_engine as engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -453,4 +454,49 @@ pub struct ContractPartDigests {
     /// Digest of the annotations (the five known ones).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<String>,
+}
+
+// --- status to engine: a catalog read back from status (a follower, `--crawl-concurrency
+// 0`, `mcpgov check` on files). One conversion each, beside the status types.
+
+/// The hints only: annotations are the server's claims, never edges.
+impl From<&ToolAnnotations> for engine::Annotations {
+    fn from(a: &ToolAnnotations) -> engine::Annotations {
+        engine::Annotations {
+            read_only_hint: a.read_only_hint,
+            destructive_hint: a.destructive_hint,
+            idempotent_hint: a.idempotent_hint,
+            open_world_hint: a.open_world_hint,
+        }
+    }
+}
+
+impl From<&ToolStatus> for engine::CatalogTool {
+    fn from(t: &ToolStatus) -> engine::CatalogTool {
+        engine::CatalogTool {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            annotations: t.annotations.as_ref().map(Into::into).unwrap_or_default(),
+            contract_digest: t.contract_digest.clone(),
+        }
+    }
+}
+
+impl From<&ResourceStatus> for engine::CatalogResource {
+    fn from(r: &ResourceStatus) -> engine::CatalogResource {
+        engine::CatalogResource {
+            uri: r.uri.clone(),
+            name: r.name.clone(),
+        }
+    }
+}
+
+/// The catalog a status holds (possibly truncated to names and digests).
+impl From<&MCPServerStatus> for engine::Catalog {
+    fn from(st: &MCPServerStatus) -> engine::Catalog {
+        engine::Catalog {
+            tools: st.tools.iter().map(Into::into).collect(),
+            resources: st.resources.iter().map(Into::into).collect(),
+        }
+    }
 }

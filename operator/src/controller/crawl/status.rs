@@ -11,15 +11,14 @@
 //! [`RESOURCES_STATUS_BUDGET`] and 200 entries. All the crawler writes stays under
 //! [`STATUS_BUDGET`].
 
-use super::conditions::{self as c, cond};
-use super::crawl::Outcome;
+use super::Outcome;
+use crate::controller::conditions::{self as c, cond};
 use crate::crawler;
 use crate::crawler::untrusted::{self, MAX_MESSAGE};
-use crate::crd::server::{
-    MCPServerStatus, ResourceStatus, ServerInfo, ToolAnnotations, ToolStatus,
-};
+use crate::crd::server::{MCPServerStatus, ResourceStatus, ServerInfo, ToolStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use mcpgov_engine as engine;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// Above this many bytes of tool entries, status keeps names and digests only.
@@ -31,51 +30,6 @@ pub const RESOURCES_STATUS_BUDGET: usize = 64 * 1024;
 /// What the crawler writes into one MCPServer's status, at most.
 pub const STATUS_BUDGET: usize = 512 * 1024;
 const MAX_RESOURCES: usize = 200;
-
-fn tool_status(t: &crawler::Tool) -> ToolStatus {
-    ToolStatus {
-        name: t.name.clone(),
-        title: t.title.clone(),
-        description: t.description.clone(),
-        annotations: Some(ToolAnnotations {
-            title: t.annotations.title.clone(),
-            read_only_hint: t.annotations.read_only_hint,
-            destructive_hint: t.annotations.destructive_hint,
-            idempotent_hint: t.annotations.idempotent_hint,
-            open_world_hint: t.annotations.open_world_hint,
-        }),
-        contract_digest: Some(t.contract_digest.clone()),
-    }
-}
-
-/// The engine's (full) catalog from a crawl: the graph never sees a truncated list.
-pub fn engine_catalog(c: &crawler::Catalog) -> engine::Catalog {
-    engine::Catalog {
-        tools: c
-            .tools
-            .iter()
-            .map(|t| engine::CatalogTool {
-                name: t.name.clone(),
-                description: t.description.clone(),
-                annotations: engine::Annotations {
-                    read_only_hint: t.annotations.read_only_hint,
-                    destructive_hint: t.annotations.destructive_hint,
-                    idempotent_hint: t.annotations.idempotent_hint,
-                    open_world_hint: t.annotations.open_world_hint,
-                },
-                contract_digest: Some(t.contract_digest.clone()),
-            })
-            .collect(),
-        resources: c
-            .resources
-            .iter()
-            .map(|r| engine::CatalogResource {
-                uri: r.uri.clone(),
-                name: r.name.clone(),
-            })
-            .collect(),
-    }
-}
 
 /// Serialized size of one list entry, with its comma.
 fn entry_size<T: serde::Serialize>(v: &T) -> usize {
@@ -98,7 +52,7 @@ fn within<T: serde::Serialize>(items: impl Iterator<Item = T>, budget: usize) ->
 
 /// Tool entries for status: full while they fit, else names and digests while they fit.
 fn tool_entries(c: &crawler::Catalog) -> (Vec<ToolStatus>, bool) {
-    let (full, over) = within(c.tools.iter().map(tool_status), TOOLS_STATUS_BUDGET);
+    let (full, over) = within(c.tools.iter().map(ToolStatus::from), TOOLS_STATUS_BUDGET);
     if !over {
         return (full, false);
     }
@@ -111,51 +65,85 @@ fn tool_entries(c: &crawler::Catalog) -> (Vec<ToolStatus>, bool) {
     (within(names, NAMES_STATUS_BUDGET).0, true)
 }
 
-/// Catalog fields of a successful crawl, bounded.
-fn catalog_fields(c: &crawler::Catalog, finished: &jiff::Timestamp) -> Value {
-    let (tools, truncated) = tool_entries(c);
-    let resources = c
-        .resources
-        .iter()
-        .take(MAX_RESOURCES)
-        .map(|r| ResourceStatus {
-            uri: r.uri.clone(),
-            name: r.name.clone(),
-            mime_type: r.mime_type.clone(),
-        });
-    let (resources, _) = within(resources, RESOURCES_STATUS_BUDGET);
-    json!({
-        "serverInfo": ServerInfo { name: c.server_name.clone(), version: c.server_version.clone() },
-        "protocolVersion": c.protocol_version,
-        "catalogDigest": c.catalog_digest,
-        "toolCount": c.tools.len(),
-        "truncated": truncated,
-        "tools": tools,
-        "resources": resources,
-        "clientCapabilities": String::from_utf8(engine::canonical::to_canonical_json(&c.client_capabilities)).unwrap_or_default(),
-        "notImplemented": c.not_implemented,
-        "lastSuccessfulCrawlTime": finished.to_string(),
-    })
+/// The catalog fields of MCPServer status, the crawler's field manager's: the one list
+/// of them, written by a crawl ([`CatalogFields::crawled`]), re-sent unchanged after a
+/// failed one and by `mcpgov catalog apply` (`From<&MCPServerStatus>`). Absent fields
+/// are left out of the patch rather than applied as null.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogFields {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<ServerInfo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog_digest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_count: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    pub tools: Vec<ToolStatus>,
+    pub resources: Vec<ResourceStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_capabilities: Option<String>,
+    pub not_implemented: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_successful_crawl_time: Option<String>,
 }
 
-/// The previous crawler-owned catalog fields, re-sent so a failed crawl keeps them.
-fn kept_fields(current: &MCPServerStatus) -> Value {
-    let mut v = json!({
-        "serverInfo": current.server_info,
-        "protocolVersion": current.protocol_version,
-        "catalogDigest": current.catalog_digest,
-        "toolCount": current.tool_count,
-        "truncated": current.truncated,
-        "tools": current.tools,
-        "resources": current.resources,
-        "clientCapabilities": current.client_capabilities,
-        "notImplemented": current.not_implemented,
-        "lastSuccessfulCrawlTime": current.last_successful_crawl_time,
-    });
-    if let Some(m) = v.as_object_mut() {
-        m.retain(|_, x| !x.is_null());
+impl CatalogFields {
+    /// The fields of a successful crawl, bounded.
+    pub fn crawled(c: &crawler::Catalog, finished: &jiff::Timestamp) -> CatalogFields {
+        let (tools, truncated) = tool_entries(c);
+        let resources = c
+            .resources
+            .iter()
+            .take(MAX_RESOURCES)
+            .map(ResourceStatus::from);
+        let (resources, _) = within(resources, RESOURCES_STATUS_BUDGET);
+        CatalogFields {
+            server_info: Some(ServerInfo {
+                name: c.server_name.clone(),
+                version: c.server_version.clone(),
+            }),
+            protocol_version: Some(c.protocol_version.clone()),
+            catalog_digest: Some(c.catalog_digest.clone()),
+            tool_count: Some(c.tools.len() as i64),
+            truncated: Some(truncated),
+            tools,
+            resources,
+            client_capabilities: Some(
+                String::from_utf8(engine::canonical::to_canonical_json(&c.client_capabilities))
+                    .unwrap_or_default(),
+            ),
+            not_implemented: c.not_implemented.clone(),
+            last_successful_crawl_time: Some(finished.to_string()),
+        }
     }
-    v
+
+    /// As a status patch (a JSON object).
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or_else(|_| json!({}))
+    }
+}
+
+/// The catalog a status holds, as it is: what a failed crawl re-sends so the last good
+/// catalog stays (stale, with its age).
+impl From<&MCPServerStatus> for CatalogFields {
+    fn from(current: &MCPServerStatus) -> CatalogFields {
+        CatalogFields {
+            server_info: current.server_info.clone(),
+            protocol_version: current.protocol_version.clone(),
+            catalog_digest: current.catalog_digest.clone(),
+            tool_count: current.tool_count,
+            truncated: current.truncated,
+            tools: current.tools.clone(),
+            resources: current.resources.clone(),
+            client_capabilities: current.client_capabilities.clone(),
+            not_implemented: current.not_implemented.clone(),
+            last_successful_crawl_time: current.last_successful_crawl_time.clone(),
+        }
+    }
 }
 
 /// `status.contracts` added when there is one (left out, so removed, under Trust).
@@ -175,8 +163,8 @@ pub fn status_for(outcome: &Outcome, current: &MCPServerStatus, generation: Opti
     let (mut fields, crawled) = match &outcome.result {
         Ok(cat) => (
             with_contracts(
-                catalog_fields(cat, &outcome.finished),
-                super::contract_status::contracts_status(
+                CatalogFields::crawled(cat, &outcome.finished).to_value(),
+                crate::controller::contract_status::contracts_status(
                     &outcome.spec.contracts,
                     cat,
                     current.contracts.as_ref(),
@@ -205,7 +193,7 @@ pub fn status_for(outcome: &Outcome, current: &MCPServerStatus, generation: Opti
                 engine::ContractMode::Trust => None,
             };
             (
-                with_contracts(kept_fields(current), kept_contracts),
+                with_contracts(CatalogFields::from(current).to_value(), kept_contracts),
                 cond(
                     c::CRAWLED,
                     false,

@@ -7,12 +7,11 @@
 //! than [`EARLY_MIN_GAP`] after the last). The interval still applies: notifications are
 //! unreliable in practice, and a kept session is dropped when its server's next crawl
 //! starts, its spec changes or it is removed.
-//! Results go back to the index task, which owns the engine and every status write.
+//! Outcomes go to whoever spawned the scheduler (the index task, which owns the engine
+//! and every status write), as any message type that can be made from one.
 
-use super::watch::Msg;
-use crate::crawler::{self, NetPolicy, Target, Transport};
-use crate::crd::MCPServer;
-use crate::crd::server::Transport as SpecTransport;
+use super::{CrawlSpec, Failure, Outcome, Specs};
+use crate::crawler::{self, NetPolicy};
 use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client, ResourceExt};
 use mcpgov_engine::ObjKey;
@@ -30,82 +29,6 @@ pub const MAX_WATCHED: usize = 256;
 /// ended (or the interval, if shorter), so a server that announces a change on every
 /// listing cannot keep the crawler busy.
 pub const EARLY_MIN_GAP: Duration = Duration::from_secs(5);
-
-/// What the scheduler needs of one MCPServer; a change of any field crawls at once.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CrawlSpec {
-    pub url: String,
-    pub sse: bool,
-    /// (header name, Secret name, key): values are read at crawl time, never stored.
-    pub headers: Vec<(String, String, String)>,
-    pub timeout: Duration,
-    pub interval: Duration,
-    pub max_tools: usize,
-    pub max_bytes: usize,
-    /// The server's contract approval: an approval re-crawls at once, so the status
-    /// diff and the pending count follow it without waiting for the interval.
-    pub contracts: mcpgov_engine::Contracts,
-}
-
-impl CrawlSpec {
-    /// The crawler's target, with header values already read.
-    pub fn target(&self, headers: Vec<(String, String)>) -> Target {
-        Target {
-            url: self.url.clone(),
-            transport: if self.sse {
-                Transport::Sse
-            } else {
-                Transport::StreamableHttp
-            },
-            headers,
-            request_timeout: self.timeout,
-            // Connect, initialize, and a few list pages.
-            deadline: self.timeout * 6,
-            max_tools: self.max_tools,
-            max_bytes: self.max_bytes,
-        }
-    }
-
-    pub fn of(s: &MCPServer) -> CrawlSpec {
-        let e = &s.spec.endpoint;
-        CrawlSpec {
-            url: e.url.clone(),
-            sse: e.transport == SpecTransport::SSE,
-            headers: e
-                .headers
-                .iter()
-                .map(|h| {
-                    let r = &h.value_from.secret_key_ref;
-                    (h.name.clone(), r.name.clone(), r.key.clone())
-                })
-                .collect(),
-            timeout: Duration::from_secs(e.timeout_seconds.max(1) as u64),
-            interval: Duration::from_secs(s.spec.crawl.interval_seconds.max(1) as u64),
-            max_tools: s.spec.crawl.max_tools.max(1) as usize,
-            max_bytes: s.spec.crawl.max_bytes.max(1) as usize,
-            contracts: s.contract_pins(),
-        }
-    }
-}
-
-pub type Specs = BTreeMap<ObjKey, CrawlSpec>;
-
-/// How one crawl ended.
-#[derive(Debug)]
-pub struct Outcome {
-    pub key: ObjKey,
-    pub spec: CrawlSpec,
-    pub finished: jiff::Timestamp,
-    pub duration: Duration,
-    pub result: Result<crawler::Catalog, Failure>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// CamelCase reason for the condition and the metric label.
-    pub reason: &'static str,
-    pub message: String,
-}
 
 struct Slot {
     spec: CrawlSpec,
@@ -211,12 +134,12 @@ pub fn backoff(failures: u32, interval: Duration) -> Duration {
 
 /// Run the scheduler until the index goes away. `concurrency` 0 disables crawling.
 /// `list_changed` counts the notifications that brought a crawl forward.
-pub fn spawn(
+pub fn spawn<M: From<Outcome> + Send + 'static>(
     client: Client,
     net: NetPolicy,
     concurrency: usize,
     mut specs: watch::Receiver<Specs>,
-    tx: mpsc::Sender<Msg>,
+    tx: mpsc::Sender<M>,
     list_changed: prometheus::IntCounter,
     leader: Arc<std::sync::atomic::AtomicBool>,
 ) {
@@ -313,7 +236,7 @@ pub fn spawn(
                             watches.hold(outcome.key.clone(), w);
                         }
                     }
-                    if tx.send(Msg::Crawled(Box::new(outcome))).await.is_err() {
+                    if tx.send(M::from(outcome)).await.is_err() {
                         return;
                     }
                     if running.is_empty() {
@@ -407,7 +330,7 @@ async fn read_headers(
             .await
             .map_err(|e| missing(format!("cannot read Secret {secret}: {e}")))?
             .ok_or_else(|| missing(format!("Secret {secret} not found")))?;
-        super::secrets::check(&s, &server.name, &spec.url).map_err(|why| Failure {
+        crate::controller::secrets::check(&s, &server.name, &spec.url).map_err(|why| Failure {
             reason: "SecretNotAllowed",
             message: format!("header {header}: {why}"),
         })?;

@@ -1,6 +1,7 @@
-//! `mcpgov catalog apply`: write MCPServer status catalogs from a file (tests, demos,
-//! air-gapped clusters). The crawler is the normal path; both use their own field
-//! manager so the governance status written by the operator is left alone.
+//! `mcpgov catalog apply` (also `mcpgov::catalog`): write MCPServer status catalogs from
+//! a file (tests, demos, air-gapped clusters). The crawler is the normal path; both
+//! write the same fields ([`super::status::CatalogFields`]) under their own field
+//! manager, so the governance status written by the operator is left alone.
 
 use crate::crd::MCPServer;
 use crate::manifest::{Load, ReadLimits, Resource, load_paths};
@@ -34,22 +35,13 @@ pub async fn apply_loaded(loaded: Load, default_ns: &str) -> Result<usize, Strin
         };
         let ns = s.namespace().unwrap_or_else(|| default_ns.to_string());
         let api: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
-        let mut catalog = json!({
-                "serverInfo": status.server_info,
-                "protocolVersion": status.protocol_version,
-                "catalogDigest": status.catalog_digest,
-                "toolCount": status.tool_count.unwrap_or(status.tools.len() as i64),
-                "tools": status.tools,
-                "resources": status.resources,
-                "lastSuccessfulCrawlTime": status
-                    .last_successful_crawl_time
-                    .clone()
-                    .unwrap_or_else(|| jiff::Timestamp::now().to_string()),
-        });
-        // Absent fields are left out rather than applied as null.
-        if let Some(map) = catalog.as_object_mut() {
-            map.retain(|_, v| !v.is_null());
-        }
+        // The crawler's own field list; a file without a count or a crawl time gets
+        // the tools' count and now.
+        let mut catalog = super::status::CatalogFields::from(status);
+        catalog.tool_count = catalog.tool_count.or(Some(status.tools.len() as i64));
+        catalog.last_successful_crawl_time = catalog
+            .last_successful_crawl_time
+            .or_else(|| Some(jiff::Timestamp::now().to_string()));
         let body = json!({
             "apiVersion": crate::crd::common::API_VERSION,
             "kind": "MCPServer",
