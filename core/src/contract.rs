@@ -422,7 +422,11 @@ mod tests {
             json!({"name": "t", "inputSchema": {}, "annotations": []}),
             json!({"name": 5, "inputSchema": {}}),
             json!({"name": "t", "title": 5, "inputSchema": {}}),
+            json!({"name": "t", "inputSchema": {}, "annotations": {"title": 5}}),
+            json!({"name": "t", "inputSchema": {}, "annotations": {"openWorldHint": 1}}),
+            json!({"name": null, "inputSchema": {}}),
         ] {
+            assert!(ToolEntry::read(&v.to_string()).is_err(), "{v}");
             assert!(tool_contract_digest(&v.to_string()).is_err(), "{v}");
         }
         assert!(tool_contract_digest(r#"{"name":"t","inputSchema":{"m":1e999}}"#).is_err());
@@ -436,6 +440,25 @@ mod tests {
             tool_contract_digest(&deep)
                 .unwrap_err()
                 .contains("nested deeper")
+        );
+    }
+
+    /// The entry the crawler keeps display strings from is the one the digest covers:
+    /// strings unescaped as the server sent them, unknown annotation fields ignored.
+    #[test]
+    fn the_entry_is_what_the_digest_reads() {
+        let raw = r#"{"name":"t\u0041","title":"a\nb","description":null,
+            "inputSchema":{},"annotations":{"title":"x","readOnlyHint":false,"other":[1]}}"#;
+        let e = ToolEntry::read(raw).unwrap();
+        assert_eq!(e.name, "tA");
+        assert_eq!(e.title.as_deref(), Some("a\nb"));
+        assert_eq!(e.description, None);
+        assert_eq!(e.annotations.title.as_deref(), Some("x"));
+        assert_eq!(e.annotations.read_only_hint, Some(false));
+        assert_eq!(e.annotations.destructive_hint, None);
+        assert_eq!(
+            e.digest_within(&Unbounded).unwrap(),
+            by_definition(&serde_json::from_str(raw).unwrap())
         );
     }
 

@@ -1211,4 +1211,25 @@ mod plan_tests {
         // time is the whole second, the judgement is not.
         assert_eq!(violations(&mut ix, "2026-12-01T12:00:00.505Z"), 1);
     }
+
+    /// An object that no longer decodes is still there: a relist keeps its last good
+    /// version (and the Agent its tools) rather than forgetting it, as when every
+    /// event went through the index's own decoding.
+    #[test]
+    fn a_relist_keeps_the_last_good_version_of_a_malformed_object() {
+        let mut ix = index();
+        quickstart(&mut ix, "uid-a");
+        let keys: Vec<ObjKey> = ix.grants.keys().cloned().collect();
+        assert!(!keys.is_empty());
+        ix.handle(Msg::ListStart(Watched::Grant));
+        for k in &keys {
+            ix.handle(Msg::Malformed(Watched::Grant, k.clone()));
+        }
+        ix.handle(Msg::ListDone(Watched::Grant));
+        assert_eq!(ix.grants.keys().cloned().collect::<Vec<_>>(), keys);
+        // Not re-listed at all: gone.
+        ix.handle(Msg::ListStart(Watched::Grant));
+        ix.handle(Msg::ListDone(Watched::Grant));
+        assert!(ix.grants.is_empty());
+    }
 }

@@ -121,3 +121,81 @@ where
     *k.meta_mut() = metadata;
     Ok(k)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn untyped(v: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn grant(spec: serde_json::Value) -> serde_json::Value {
+        json!({
+            "metadata": {"name": "g", "namespace": "ns", "resourceVersion": "7",
+                         "generation": 3, "labels": {"a": "b"}},
+            "spec": spec,
+        })
+    }
+
+    const SPEC: &str = r#"{"agent": "a", "tools": ["s::t"],
+        "provenance": {"source": "OperatorAsserted", "confidence": "High", "evidence": "e"}}"#;
+
+    /// Decoded once, as the typed API would: metadata kept whole, apiVersion and kind
+    /// filled in when a list item omits them.
+    #[test]
+    fn objects_decode_into_their_typed_form() {
+        let spec: serde_json::Value = serde_json::from_str(SPEC).unwrap();
+        let want: Grant = serde_json::from_value(json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "Grant",
+            "metadata": grant(spec.clone())["metadata"], "spec": spec,
+        }))
+        .unwrap();
+        let mut with_types = grant(spec.clone());
+        with_types["apiVersion"] = json!("mcpgov.io/v1alpha1");
+        with_types["kind"] = json!("Grant");
+        // As a list item (no type fields) and as a watch event carries it.
+        for v in [grant(spec.clone()), with_types] {
+            let Object::Grant(g) = decode(Watched::Grant, untyped(v)).unwrap() else {
+                panic!("not a Grant");
+            };
+            assert_eq!(json!(*g), json!(want));
+        }
+        let Object::Grant(g) = decode(Watched::Grant, untyped(grant(spec))).unwrap() else {
+            panic!("not a Grant");
+        };
+        assert_eq!(g.metadata.generation, Some(3));
+        assert_eq!(key_of(&g.metadata), mcpgov_engine::ObjKey::new("ns", "g"));
+    }
+
+    /// A malformed object is an error for its watch to count, not a panic.
+    #[test]
+    fn malformed_objects_are_refused() {
+        assert!(decode(Watched::Grant, untyped(grant(json!({"agent": 5})))).is_err());
+        assert!(decode(Watched::Agent, untyped(grant(json!("x")))).is_err());
+        let mut cm = grant(json!(null));
+        cm["data"] = json!({"k": 1});
+        assert!(decode(Watched::ConfigMap, untyped(cm)).is_err());
+    }
+
+    /// A bundle ConfigMap is held on decoding: its bytes never reach the channel.
+    #[test]
+    fn bundle_configmaps_arrive_held() {
+        let bytes = r#"{"kind":"MCPGovBundle"}"#;
+        let cm = untyped(json!({
+            "metadata": {"name": "b", "namespace": "ns"},
+            "data": {crate::names::DATA_KEY: bytes},
+            "binaryData": {"x": "AAAA"},
+        }));
+        let Object::ConfigMap(cm) = decode(Watched::ConfigMap, cm).unwrap() else {
+            panic!("not a ConfigMap");
+        };
+        assert!(!format!("{cm:?}").contains("MCPGovBundle"));
+        assert!(cm.binary_data.is_none());
+        assert_eq!(
+            super::super::bundles::held_digest(&cm),
+            Some(mcpgov_engine::canonical::sha256_hex(bytes.as_bytes()).as_str())
+        );
+    }
+}

@@ -290,6 +290,34 @@ mod tests {
         serde_json::to_vec(v).unwrap().len()
     }
 
+    /// The one field list: a failed crawl re-sends the catalog a good one wrote,
+    /// field for field (absent ones left out, not nulled), and `mcpgov catalog apply`
+    /// reads the same list back from a status.
+    #[test]
+    fn a_failed_crawl_resends_exactly_the_catalog_fields_a_good_one_wrote() {
+        let cat = catalog(vec![tool("a".into(), Some("d".into()))], 2);
+        let o = outcome(Ok(cat.clone()));
+        let good = status_for(&o, &MCPServerStatus::default(), None);
+        let written = CatalogFields::crawled(&cat, &o.finished).to_value();
+        let current: MCPServerStatus = serde_json::from_value(good).unwrap();
+        let kept = CatalogFields::from(&current).to_value();
+        assert_eq!(kept, written);
+        let failed = Failure {
+            reason: "RpcError",
+            message: "x".into(),
+        };
+        let st = status_for(&outcome(Err(failed)), &current, None);
+        for (k, v) in kept.as_object().unwrap() {
+            assert_eq!(&st[k], v, "{k}");
+        }
+        // Nothing known: only the lists, empty (never a null field).
+        let none = CatalogFields::from(&MCPServerStatus::default()).to_value();
+        assert_eq!(
+            none,
+            json!({"tools": [], "resources": [], "notImplemented": []})
+        );
+    }
+
     /// Regression (issue 10, §7): status must stay within what the API server accepts
     /// whatever the server sends. The worst catalog the crawler can keep: the longest
     /// names, titles and descriptions it keeps, the most tools, resources with the
