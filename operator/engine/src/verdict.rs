@@ -88,7 +88,9 @@ pub struct AccessVerdict {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantRef {
-    pub grant: String,
+    /// Written `namespace/name`.
+    #[serde(serialize_with = "crate::wire::display")]
+    pub grant: ObjKey,
     pub selector: String,
     pub resolution: Resolution,
 }
@@ -147,7 +149,7 @@ impl<'e> Evaluator<'e> {
         g.selectors
             .iter()
             .map(|sel| GrantRef {
-                grant: grant.to_string(),
+                grant: grant.clone(),
                 selector: sel.raw.clone(),
                 resolution: self.engine.resolve(sel, &grant.namespace),
             })
@@ -186,7 +188,7 @@ impl<'e> Evaluator<'e> {
                     });
                 }
                 refs.push(GrantRef {
-                    grant: grant.clone(),
+                    grant: gk.clone(),
                     selector: sel.raw.clone(),
                     resolution,
                 });

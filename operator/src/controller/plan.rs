@@ -23,6 +23,7 @@ use crate::crd::policy::PolicyStatus;
 use crate::crd::server::MCPServerStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{Resource, ResourceExt};
+use mcpgov_engine::queries::DriftSource;
 use mcpgov_engine::{BundleError, Evaluator, ObjKey};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -307,9 +308,9 @@ impl Index {
         let can_call: usize = self.summaries.values().map(|s| s.tools).sum();
         plan.set(Gauge::GraphEdges, &["CAN_CALL"], can_call as i64);
         let drift = ev.drift();
-        for kind in ["Grant", "Policy", "DataAccess"] {
-            let n = drift.iter().filter(|d| d.source == kind).count();
-            plan.set(Gauge::Drift, &[kind], n as i64);
+        for source in DriftSource::ALL {
+            let n = drift.iter().filter(|d| d.source == *source).count();
+            plan.set(Gauge::Drift, &[source.as_str()], n as i64);
         }
         plan.metrics
     }

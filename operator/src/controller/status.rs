@@ -160,7 +160,7 @@ pub fn grant(
     for f in &findings {
         unresolved.push(UnresolvedRef {
             reference: f.policy.clone().or(f.agent.clone()).unwrap_or_default(),
-            reason: f.reason.clone(),
+            reason: f.reason.to_string(),
             message: f.message.clone(),
         });
     }
@@ -224,7 +224,12 @@ pub fn policy(
         .collect();
     let invalid = problems.iter().find(|f| f.kind == FindingKind::Invalid);
     let active = match problems.first() {
-        Some(f) => cond(c::ACTIVE, invalid.is_none(), &f.reason, f.message.clone()),
+        Some(f) => cond(
+            c::ACTIVE,
+            invalid.is_none(),
+            f.reason.as_str(),
+            f.message.clone(),
+        ),
         None if reached_by.is_empty() => cond(
             c::ACTIVE,
             true,
@@ -266,7 +271,7 @@ pub fn server(ev: &Evaluator, key: &ObjKey, crawled: bool) -> (MCPServerStatus, 
         .into_iter()
         .map(|f| DriftEntry {
             tool: f.tool.unwrap_or_default(),
-            reason: f.reason,
+            reason: f.reason.to_string(),
             message: f.message,
         })
         .collect();
