@@ -10,7 +10,7 @@
 
 use super::bundles;
 use super::conditions::{self as c, Desired};
-use super::events::Notice;
+use super::events::{EventReason, Notice};
 use super::index::{AgentSummary, Dirty, Index};
 use super::jobs::{Event, Job, ObjectId, Op, Step};
 use super::metrics::{Counter, Gauge, MetricOp};
@@ -67,14 +67,14 @@ fn owned(labels: &[&str]) -> Vec<String> {
 fn event<K: Resource<DynamicType = ()>>(
     obj: &K,
     warning: bool,
-    reason: &str,
+    reason: EventReason,
     note: String,
 ) -> Event {
     Event {
         regarding: obj.object_ref(&()),
         notice: Notice {
             warning,
-            reason: reason.into(),
+            reason,
             action: "Reconcile".into(),
             note,
         },
@@ -447,14 +447,14 @@ impl Index {
                 step.events.push(event(
                     &agent,
                     true,
-                    "ViolationFound",
+                    EventReason::ViolationFound,
                     format!("{n} deny-policy violation(s)"),
                 ));
             }
             Some(true) if !current.conditions.is_empty() => step.events.push(event(
                 &agent,
                 false,
-                "ViolationsCleared",
+                EventReason::ViolationsCleared,
                 "no deny-policy violations".into(),
             )),
             _ => {}
@@ -535,7 +535,7 @@ impl Index {
         step.events.push(event(
             agent,
             false,
-            "BundlePublished",
+            EventReason::BundlePublished,
             format!("{name} revision {} {}", revision + 1, bundle.sha256),
         ));
         job.steps.push(step);
@@ -600,12 +600,12 @@ impl Index {
                     .map(|c| c.message.clone())
                     .unwrap_or_default();
                 step.events
-                    .push(event(&grant, true, "ReferenceBroken", msg));
+                    .push(event(&grant, true, EventReason::ReferenceBroken, msg));
             }
             Some(true) if !current.conditions.is_empty() => step.events.push(event(
                 &grant,
                 false,
-                "ReferencesResolved",
+                EventReason::ReferencesResolved,
                 "every reference resolves".into(),
             )),
             _ => {}
@@ -1044,7 +1044,7 @@ mod plan_tests {
         let status = status_of(&agent.steps[0]);
         let published = condition(status, c::BUNDLE_PUBLISHED);
         assert_eq!(published["status"], "False");
-        assert_eq!(published["reason"], c::REASON_CONFIGMAP_CONFLICT);
+        assert_eq!(published["reason"], "ConfigMapConflict");
         assert!(status.get("bundle").is_none(), "{status}");
     }
 
