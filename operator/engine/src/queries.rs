@@ -92,7 +92,7 @@ pub struct UnbackedRow {
     pub edge: &'static str,
     pub from: String,
     pub to: String,
-    pub object: String,
+    pub object: ObjectRef,
     pub source: Source,
     pub confidence: Confidence,
 }
@@ -384,9 +384,9 @@ impl Evaluator<'_> {
     pub fn unbacked_edges(&self, include_grants: bool) -> Vec<UnbackedRow> {
         let e = self.engine;
         // (edge, from, to) -> (backed, the first object and provenance)
-        type Edges = BTreeMap<(&'static str, String, String), (bool, String, Provenance)>;
+        type Edges = BTreeMap<(&'static str, String, String), (bool, ObjectRef, Provenance)>;
         let mut edges: Edges = BTreeMap::new();
-        let mut add = |edge, from: String, to: String, object: String, p: &Provenance| {
+        let mut add = |edge, from: String, to: String, object: ObjectRef, p: &Provenance| {
             let entry = edges
                 .entry((edge, from, to))
                 .or_insert_with(|| (false, object, p.clone()));
@@ -399,7 +399,7 @@ impl Evaluator<'_> {
                     a.mode.edge(),
                     format!("{}/{}::{}", key.namespace, key.name, a.tool),
                     a.pattern.as_str().to_string(),
-                    format!("MCPServer {key}"),
+                    ObjectRef::new(Kind::MCPServer, key),
                     &a.provenance,
                 );
             }
@@ -408,7 +408,7 @@ impl Evaluator<'_> {
         let mut known: Option<BTreeSet<ToolId>> = None;
         for p in e.policies.values() {
             let key = &p.input.key;
-            let object = format!("Policy {key}");
+            let object = ObjectRef::new(Kind::Policy, key);
             for (pattern, prov) in &p.resources {
                 add(
                     "GOVERNED_BY",
@@ -450,7 +450,7 @@ impl Evaluator<'_> {
                             "CAN_CALL",
                             agent.to_string(),
                             id.to_string(),
-                            format!("Grant {}", g.grant),
+                            ObjectRef::new(Kind::Grant, &g.grant),
                             &g.provenance,
                         );
                     }

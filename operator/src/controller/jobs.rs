@@ -2,8 +2,6 @@
 //! steps for one object (an Agent's bundle ConfigMaps and then its status; a Grant's
 //! status; ...), run in order by the writer; events go out after their step succeeded.
 
-#[cfg(test)]
-use super::events::EventReason;
 use super::events::Notice;
 use super::watch::Watched;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
