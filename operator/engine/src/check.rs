@@ -1,7 +1,7 @@
 //! `check`: every finding over the whole index, and the audit report that summarises
 //! them. What the CLI prints before a merge and what status conditions are made of.
 
-use crate::findings::{Finding, FindingKind, Summary};
+use crate::findings::{Finding, FindingKind, FindingReason as R, Summary};
 use crate::glob::has_glob;
 use crate::index::Engine;
 use crate::key::ToolId;
@@ -10,8 +10,8 @@ use crate::resolve::Resolution;
 use crate::verdict::{Classification, Evaluator};
 use serde::Serialize;
 
-fn obj(kind: Kind, key: &ObjKey) -> String {
-    format!("{kind} {key}")
+fn obj(kind: Kind, key: &ObjKey) -> ObjectRef {
+    ObjectRef::new(kind, key)
 }
 
 impl Evaluator<'_> {
@@ -27,11 +27,11 @@ impl Evaluator<'_> {
                 let (kind, reason) = match p.classification {
                     // Fail closed, and say why: the gate must not pass on a guess.
                     Classification::Violation if p.undecided.is_some() => {
-                        (FindingKind::Violation, "PatternBudgetExceeded")
+                        (FindingKind::Violation, R::PatternBudgetExceeded)
                     }
-                    Classification::Violation => (FindingKind::Violation, "DenyViolation"),
+                    Classification::Violation => (FindingKind::Violation, R::DenyViolation),
                     Classification::AuthorizedButGoverned => {
-                        (FindingKind::Exception, "AuthorizedButGoverned")
+                        (FindingKind::Exception, R::AuthorizedButGoverned)
                     }
                 };
                 let message = match (&p.exception_reason, &p.undecided) {
@@ -56,18 +56,21 @@ impl Evaluator<'_> {
             }
         }
         for r in &eval.refs {
-            let (kind, message) = match &r.resolution {
+            let (kind, reason, message) = match &r.resolution {
                 Resolution::Resolved { .. } => continue,
                 Resolution::Drifted { tool } => (
                     FindingKind::Drift,
+                    R::Drifted,
                     format!("{:?} names {tool}, which no server exposes now", r.selector),
                 ),
                 Resolution::NotFound => (
                     FindingKind::Unresolved,
+                    R::NotFound,
                     format!("{:?} matches no tool this namespace can see", r.selector),
                 ),
                 Resolution::Ambiguous { candidates } => (
                     FindingKind::Unresolved,
+                    R::Ambiguous,
                     format!(
                         "{:?} is exposed by several servers ({}); qualify it as server::tool",
                         r.selector,
@@ -80,19 +83,15 @@ impl Evaluator<'_> {
                 ),
                 Resolution::CrossNamespaceDenied { server } => (
                     FindingKind::Unresolved,
+                    R::CrossNamespaceDenied,
                     format!(
                         "{:?}: MCPServer {server} does not share its tools with namespace {}",
                         r.selector, agent.namespace
                     ),
                 ),
             };
-            let mut f = Finding::new(
-                kind,
-                r.resolution.reason(),
-                format!("Grant {}", r.grant),
-                message,
-            )
-            .agent(agent);
+            let mut f =
+                Finding::new(kind, reason, obj(Kind::Grant, &r.grant), message).agent(agent);
             if let Resolution::Drifted { tool } = &r.resolution {
                 f = f.tool(tool);
             } else {
@@ -117,7 +116,7 @@ impl Evaluator<'_> {
             out.push(
                 Finding::new(
                     FindingKind::Unresolved,
-                    "AgentNotFound",
+                    R::AgentNotFound,
                     object.clone(),
                     format!("Agent {agent} does not exist"),
                 )
@@ -129,7 +128,7 @@ impl Evaluator<'_> {
         // One coverage budget for all of this Grant's exceptions, in authored order.
         let (mut budget, mut paid) = (crate::reach::coverage_budget(), Default::default());
         for ex in &g.exceptions {
-            let unresolved = |reason: &str, message: String| {
+            let unresolved = |reason: R, message: String| {
                 Finding::new(FindingKind::Unresolved, reason, object.clone(), message)
                     .agent(&agent)
                     .policy(&ex.policy)
@@ -137,7 +136,7 @@ impl Evaluator<'_> {
             };
             let Some(policy) = e.policies.get(&ex.policy) else {
                 out.push(unresolved(
-                    "PolicyNotFound",
+                    R::PolicyNotFound,
                     format!(
                         "expected exception names Policy {}, which does not exist",
                         ex.policy
@@ -147,7 +146,7 @@ impl Evaluator<'_> {
             };
             if !policy.input.allows_exceptions_from(&grant.namespace) {
                 out.push(unresolved(
-                    "ExceptionNotAllowed",
+                    R::ExceptionNotAllowed,
                     format!(
                         "Policy {} does not accept exceptions from namespace {}; the reach stays a violation",
                         ex.policy, grant.namespace
@@ -157,7 +156,7 @@ impl Evaluator<'_> {
             }
             if ex.expires.is_some_and(|t| t <= self.now) {
                 out.push(unresolved(
-                    "ExceptionExpired",
+                    R::ExceptionExpired,
                     format!(
                         "expected exception to {} expired at {}",
                         ex.policy,
@@ -199,7 +198,7 @@ impl Evaluator<'_> {
                 out.push(
                     Finding::new(
                         FindingKind::Unresolved,
-                        "PatternBudgetExceeded",
+                        R::PatternBudgetExceeded,
                         object.clone(),
                         format!(
                             "whether the expected exception to {} covers a path of agent {agent} \
@@ -213,7 +212,7 @@ impl Evaluator<'_> {
                 );
             } else if !covers_any {
                 out.push(unresolved(
-                    "ExceptionUnused",
+                    R::ExceptionUnused,
                     format!(
                         "expected exception to {} covers no path of agent {agent}",
                         ex.policy
@@ -239,7 +238,7 @@ impl Evaluator<'_> {
                 out.push(
                     Finding::new(
                         FindingKind::Unresolved,
-                        "CrossNamespaceDenied",
+                        R::CrossNamespaceDenied,
                         object.clone(),
                         format!(
                             "{:?}: a Policy governs only its own namespace's servers \
@@ -255,7 +254,7 @@ impl Evaluator<'_> {
                     out.push(
                         Finding::new(
                             FindingKind::Drift,
-                            "Drifted",
+                            R::Drifted,
                             object.clone(),
                             format!("governs {id}, which no server exposes now"),
                         )
@@ -275,7 +274,7 @@ impl Evaluator<'_> {
                     out.push(
                         Finding::new(
                             FindingKind::Unresolved,
-                            "Ambiguous",
+                            R::Ambiguous,
                             object.clone(),
                             format!(
                                 "bare tool name {:?} is exposed by {} servers; it governs all of them",
@@ -308,7 +307,7 @@ impl Evaluator<'_> {
                 out.push(
                     Finding::new(
                         FindingKind::Drift,
-                        "Drifted",
+                        R::Drifted,
                         obj(Kind::MCPServer, server),
                         format!("dataAccess names tool {:?}, but {why}", a.tool),
                     )

@@ -1,7 +1,44 @@
 //! Findings: one row per thing a reviewer should look at, the common currency of
 //! `mcpgov check`, Grant/Policy/MCPServer status and the audit report.
 
+use crate::model::ObjectRef;
 use serde::Serialize;
+
+crate::wire_enum! {
+    /// Why a finding was raised: its `reason` in JSON output, status conditions, Events,
+    /// PolicyReport rules and SARIF rule ids. The names are an interface: never rename one.
+    pub enum FindingReason {
+        /// An agent reaches a Deny-governed path, not excused.
+        DenyViolation = "DenyViolation",
+        /// Whether a path is denied was not decided within the work budget: taken as
+        /// denied (fail closed).
+        PatternBudgetExceeded = "PatternBudgetExceeded",
+        /// A denied reach excused by a live expected exception.
+        AuthorizedButGoverned = "AuthorizedButGoverned",
+        /// Governance names a tool no server exposes now.
+        Drifted = "Drifted",
+        /// A tool reference that matches nothing.
+        NotFound = "NotFound",
+        /// A bare tool name several servers expose.
+        Ambiguous = "Ambiguous",
+        /// A reference to another namespace's server that does not share with it.
+        CrossNamespaceDenied = "CrossNamespaceDenied",
+        /// A Grant's agent does not exist.
+        AgentNotFound = "AgentNotFound",
+        /// An expected exception names a Policy that does not exist.
+        PolicyNotFound = "PolicyNotFound",
+        /// The Policy does not accept exceptions from the Grant's namespace.
+        ExceptionNotAllowed = "ExceptionNotAllowed",
+        ExceptionExpired = "ExceptionExpired",
+        /// An expected exception that covers no path.
+        ExceptionUnused = "ExceptionUnused",
+        InvalidUri = "InvalidURI",
+        InvalidToolKey = "InvalidToolKey",
+        InvalidTimestamp = "InvalidTimestamp",
+        /// A server lists the same tool name twice.
+        DuplicateTool = "DuplicateTool",
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum FindingKind {
@@ -22,9 +59,9 @@ pub enum FindingKind {
 pub struct Finding {
     pub kind: FindingKind,
     /// Machine-readable reason, e.g. `DenyViolation`, `CrossNamespaceDenied`.
-    pub reason: String,
-    /// The object the finding belongs to, as `Kind namespace/name`.
-    pub object: String,
+    pub reason: FindingReason,
+    /// The object the finding belongs to (written `Kind namespace/name`).
+    pub object: ObjectRef,
     pub agent: Option<String>,
     pub tool: Option<String>,
     pub policy: Option<String>,
@@ -44,13 +81,13 @@ pub struct Finding {
 impl Finding {
     pub fn new(
         kind: FindingKind,
-        reason: &str,
-        object: String,
+        reason: FindingReason,
+        object: ObjectRef,
         message: impl Into<String>,
     ) -> Self {
         Finding {
             kind,
-            reason: reason.to_string(),
+            reason,
             object,
             agent: None,
             tool: None,
@@ -110,5 +147,69 @@ impl Summary {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Kind, ObjKey};
+
+    /// The strings the engine wrote before the reason was typed: each variant must still
+    /// write exactly one of them (status, Events, reports and goldens carry them).
+    const OLD_LITERALS: [&str; 16] = [
+        "DenyViolation",
+        "PatternBudgetExceeded",
+        "AuthorizedButGoverned",
+        "Drifted",
+        "NotFound",
+        "Ambiguous",
+        "CrossNamespaceDenied",
+        "AgentNotFound",
+        "PolicyNotFound",
+        "ExceptionNotAllowed",
+        "ExceptionExpired",
+        "ExceptionUnused",
+        "InvalidURI",
+        "InvalidToolKey",
+        "InvalidTimestamp",
+        "DuplicateTool",
+    ];
+
+    #[test]
+    fn every_reason_writes_and_reads_back_its_old_literal() {
+        assert_eq!(FindingReason::ALL.len(), OLD_LITERALS.len());
+        for (r, old) in FindingReason::ALL.iter().zip(OLD_LITERALS) {
+            assert_eq!(r.as_str(), old);
+            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::json!(old));
+            assert_eq!(
+                serde_json::from_value::<FindingReason>(serde_json::json!(old)).unwrap(),
+                *r
+            );
+        }
+        assert!(serde_json::from_str::<FindingReason>("\"InvalidUri\"").is_err());
+    }
+
+    #[test]
+    fn findings_sort_by_the_reason_text_as_before() {
+        let mut rs = FindingReason::ALL.to_vec();
+        rs.sort();
+        let mut old = OLD_LITERALS.to_vec();
+        old.sort();
+        assert_eq!(rs.iter().map(|r| r.as_str()).collect::<Vec<_>>(), old);
+    }
+
+    #[test]
+    fn a_finding_serialises_as_before() {
+        let f = Finding::new(
+            FindingKind::Invalid,
+            FindingReason::InvalidUri,
+            ObjectRef::new(Kind::MCPServer, &ObjKey::new("ns", "s")),
+            "m",
+        );
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["reason"], "InvalidURI");
+        assert_eq!(v["object"], "MCPServer ns/s");
+        assert_eq!(v["kind"], "Invalid");
     }
 }

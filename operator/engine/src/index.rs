@@ -3,7 +3,7 @@
 //! tell which agents a change can affect. Pure data: no I/O, no clock.
 
 use crate::canonical::fingerprint;
-use crate::findings::{Finding, FindingKind};
+use crate::findings::{Finding, FindingKind, FindingReason};
 use crate::glob::UriPattern;
 use crate::key::Selector;
 use crate::model::*;
@@ -97,11 +97,11 @@ pub(crate) struct CGrant {
     pub problems: Vec<Finding>,
 }
 
-fn invalid(kind: Kind, key: &ObjKey, reason: &str, message: String) -> Finding {
+fn invalid(kind: Kind, key: &ObjKey, reason: FindingReason, message: String) -> Finding {
     Finding::new(
         FindingKind::Invalid,
         reason,
-        format!("{kind} {key}"),
+        ObjectRef::new(kind, key),
         message,
     )
 }
@@ -117,7 +117,12 @@ fn compile_server(input: Server) -> CServer {
                 mode: da.mode,
                 provenance: da.provenance.clone(),
             }),
-            Err(m) => problems.push(invalid(Kind::MCPServer, &input.key, "InvalidURI", m)),
+            Err(m) => problems.push(invalid(
+                Kind::MCPServer,
+                &input.key,
+                FindingReason::InvalidUri,
+                m,
+            )),
         }
     }
     let tools = input.catalog.as_ref().map(|c| {
@@ -127,7 +132,7 @@ fn compile_server(input: Server) -> CServer {
                 problems.push(invalid(
                     Kind::MCPServer,
                     &input.key,
-                    "DuplicateTool",
+                    FindingReason::DuplicateTool,
                     format!("catalog lists tool {:?} more than once", t.name),
                 ));
             }
@@ -191,7 +196,12 @@ fn compile_policy(input: Policy) -> CPolicy {
                     }
                 }
             },
-            Err(m) => problems.push(invalid(Kind::Policy, &input.key, "InvalidURI", m)),
+            Err(m) => problems.push(invalid(
+                Kind::Policy,
+                &input.key,
+                FindingReason::InvalidUri,
+                m,
+            )),
         }
     }
     let mut tools = Vec::new();
@@ -201,7 +211,7 @@ fn compile_policy(input: Policy) -> CPolicy {
             Err(e) => problems.push(invalid(
                 Kind::Policy,
                 &input.key,
-                "InvalidToolKey",
+                FindingReason::InvalidToolKey,
                 e.to_string(),
             )),
         }
@@ -230,7 +240,12 @@ fn compile_grant(input: Grant) -> CGrant {
     for raw in &input.tools {
         match Selector::parse(raw) {
             Ok(s) => selectors.push(s),
-            Err(e) => problems.push(invalid(Kind::Grant, &key, "InvalidToolKey", e.to_string())),
+            Err(e) => problems.push(invalid(
+                Kind::Grant,
+                &key,
+                FindingReason::InvalidToolKey,
+                e.to_string(),
+            )),
         }
     }
     let mut exceptions = Vec::new();
@@ -241,7 +256,7 @@ fn compile_grant(input: Grant) -> CGrant {
                 problems.push(invalid(
                     Kind::Grant,
                     &key,
-                    "InvalidToolKey",
+                    FindingReason::InvalidToolKey,
                     err.to_string(),
                 ));
                 continue;
@@ -250,7 +265,7 @@ fn compile_grant(input: Grant) -> CGrant {
         let resource = match e.resource.as_deref().map(compile_uri).transpose() {
             Ok(r) => r,
             Err(m) => {
-                problems.push(invalid(Kind::Grant, &key, "InvalidURI", m));
+                problems.push(invalid(Kind::Grant, &key, FindingReason::InvalidUri, m));
                 continue;
             }
         };
@@ -261,7 +276,7 @@ fn compile_grant(input: Grant) -> CGrant {
                 problems.push(invalid(
                     Kind::Grant,
                     &key,
-                    "InvalidTimestamp",
+                    FindingReason::InvalidTimestamp,
                     format!("expires {:?}: {err}", e.expires.as_deref().unwrap_or("")),
                 ));
                 continue;

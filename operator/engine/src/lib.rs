@@ -26,9 +26,10 @@ pub mod resolve;
 pub mod select;
 pub use mcpgov_core::uri;
 pub mod verdict;
+pub mod wire;
 
 pub use bundle::{Bundle, BundleError};
-pub use findings::{Finding, FindingKind, Summary};
+pub use findings::{Finding, FindingKind, FindingReason, Summary};
 pub use index::{Engine, EngineConfig, Impact};
 pub use key::{Selector, ToolId};
 pub use model::*;

@@ -413,13 +413,114 @@ pub enum Kind {
     Grant,
 }
 
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::MCPServer, Kind::Policy, Kind::Agent, Kind::Grant];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
             Kind::MCPServer => "MCPServer",
             Kind::Policy => "Policy",
             Kind::Agent => "Agent",
             Kind::Grant => "Grant",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Kind {
+    type Err = crate::wire::UnknownName;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| crate::wire::UnknownName {
+                what: "Kind",
+                name: s.to_string(),
+            })
+    }
+}
+
+/// One object of ours by kind, namespace and name: what a finding or a drift row is
+/// about. Written `Kind namespace/name` (the text it replaced, so messages and JSON are
+/// unchanged) and ordered as that text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ObjectRef {
+    pub kind: Kind,
+    pub key: ObjKey,
+}
+
+impl ObjectRef {
+    pub fn new(kind: Kind, key: &ObjKey) -> Self {
+        ObjectRef {
+            kind,
+            key: key.clone(),
+        }
+    }
+
+    /// `Kind namespace/name` read back; the namespace ends at the first `/`. None for an
+    /// unknown kind or an empty namespace or name.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (kind, key) = s.split_once(' ')?;
+        let (namespace, name) = key.split_once('/')?;
+        (!namespace.is_empty() && !name.is_empty()).then_some(())?;
+        Some(ObjectRef {
+            kind: kind.parse().ok()?,
+            key: ObjKey::new(namespace, name),
+        })
+    }
+
+    /// The bytes of the text, without building it.
+    fn text(&self) -> impl Iterator<Item = u8> + '_ {
+        let k = &self.key;
+        (self.kind.as_str().bytes())
+            .chain(*b" ")
+            .chain(k.namespace.bytes())
+            .chain(*b"/")
+            .chain(k.name.bytes())
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.key)
+    }
+}
+
+impl Ord for ObjectRef {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // As the text; the parts break the tie of a name with a `/` in it (`a/b c` and
+        // `a b/c` read the same), so the order agrees with equality.
+        self.text()
+            .cmp(other.text())
+            .then_with(|| self.key.cmp(&other.key))
+    }
+}
+
+impl PartialOrd for ObjectRef {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for ObjectRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ObjectRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        ObjectRef::parse(&s).ok_or_else(|| {
+            serde::de::Error::invalid_value(
+                serde::de::Unexpected::Str(&s),
+                &"Kind namespace/name of MCPServer, Policy, Agent or Grant",
+            )
         })
     }
 }
@@ -434,6 +535,10 @@ impl Object {
         }
     }
 
+    pub fn reference(&self) -> ObjectRef {
+        ObjectRef::new(self.kind(), self.key())
+    }
+
     pub fn key(&self) -> &ObjKey {
         match self {
             Object::Server(s) => &s.key,
@@ -441,5 +546,72 @@ impl Object {
             Object::Agent(a) => &a.key,
             Object::Grant(g) => &g.key,
         }
+    }
+}
+
+#[cfg(test)]
+mod object_ref_tests {
+    use super::*;
+
+    fn r(kind: Kind, ns: &str, name: &str) -> ObjectRef {
+        ObjectRef::new(kind, &ObjKey::new(ns, name))
+    }
+
+    #[test]
+    fn writes_kind_namespace_name_and_reads_it_back() {
+        for kind in Kind::ALL {
+            let o = r(kind, "team-a", "bot");
+            let text = format!("{kind} team-a/bot");
+            assert_eq!(o.to_string(), text);
+            assert_eq!(serde_json::to_value(&o).unwrap(), serde_json::json!(text));
+            assert_eq!(ObjectRef::parse(&text), Some(o.clone()));
+            assert_eq!(serde_json::from_value::<ObjectRef>(text.into()).unwrap(), o);
+            assert_eq!(kind.as_str().parse::<Kind>().unwrap(), kind);
+        }
+        // The namespace ends at the first slash, as the text was always read.
+        assert_eq!(
+            ObjectRef::parse("Agent a/b/c"),
+            Some(r(Kind::Agent, "a", "b/c"))
+        );
+    }
+
+    #[test]
+    fn text_that_names_no_object_of_ours_is_refused() {
+        for bad in [
+            "",
+            "Agent",
+            "Agent a",
+            "Agent /x",
+            "Agent a/",
+            "Pod a/x",
+            "agent a/x",
+            "Agent\u{1b}[31m a/x",
+        ] {
+            assert_eq!(ObjectRef::parse(bad), None, "{bad:?}");
+            assert!(serde_json::from_value::<ObjectRef>(bad.into()).is_err());
+        }
+    }
+
+    #[test]
+    fn orders_as_its_text_did() {
+        // Kind order is not text order, and `-` sorts before `/`: both must sort as text.
+        let refs = [
+            r(Kind::Policy, "a", "p"),
+            r(Kind::Agent, "a", "x"),
+            r(Kind::Agent, "a-x", "b"),
+            r(Kind::MCPServer, "a", "s"),
+            r(Kind::Grant, "a", "g"),
+            r(Kind::Agent, "a", "b/c"),
+            r(Kind::Agent, "a/b", "c"),
+        ];
+        let mut by_ref = refs.to_vec();
+        by_ref.sort();
+        let mut by_text: Vec<String> = refs.iter().map(ToString::to_string).collect();
+        by_text.sort();
+        let texts: Vec<String> = by_ref.iter().map(ToString::to_string).collect();
+        assert_eq!(texts, by_text);
+        // Same text, different objects: ordered, not equal.
+        assert_ne!(refs[5], refs[6]);
+        assert_ne!(refs[5].cmp(&refs[6]), std::cmp::Ordering::Equal);
     }
 }

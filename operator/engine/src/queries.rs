@@ -41,12 +41,33 @@ pub struct BlastRadius {
     pub agents: Vec<String>,
 }
 
+crate::wire_enum! {
+    /// Which kind of governance names a drifted tool: the `source` of a drift row and
+    /// the `kind` label of the drift metric.
+    pub enum DriftSource {
+        Grant = "Grant",
+        Policy = "Policy",
+        /// An MCPServer's dataAccess.
+        DataAccess = "DataAccess",
+    }
+}
+
+impl DriftSource {
+    /// The kind of object the governance is written in.
+    pub fn kind(self) -> Kind {
+        match self {
+            DriftSource::Grant => Kind::Grant,
+            DriftSource::Policy => Kind::Policy,
+            DriftSource::DataAccess => Kind::MCPServer,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DriftRow {
-    /// Grant, Policy or DataAccess: which kind of governance names the tool.
-    pub source: &'static str,
-    pub object: String,
+    pub source: DriftSource,
+    pub object: ObjectRef,
     pub tool: String,
     pub message: String,
 }
@@ -71,7 +92,7 @@ pub struct UnbackedRow {
     pub edge: &'static str,
     pub from: String,
     pub to: String,
-    pub object: String,
+    pub object: ObjectRef,
     pub source: Source,
     pub confidence: Confidence,
 }
@@ -293,7 +314,7 @@ impl Evaluator<'_> {
         for g in e.grants.values() {
             for sel in &g.selectors {
                 if let Resolution::Drifted { tool } = e.resolve(sel, &g.input.key.namespace) {
-                    out.insert(drift_row("Grant", &g.input.key, &tool, e));
+                    out.insert(drift_row(DriftSource::Grant, &g.input.key, &tool, e));
                 }
             }
         }
@@ -302,7 +323,7 @@ impl Evaluator<'_> {
                 if let Some(id) = sel.literal_id(&p.input.key.namespace)
                     && !self.reach(&id).exposed
                 {
-                    out.insert(drift_row("Policy", &p.input.key, &id, e));
+                    out.insert(drift_row(DriftSource::Policy, &p.input.key, &id, e));
                 }
             }
         }
@@ -310,7 +331,7 @@ impl Evaluator<'_> {
             for a in s.access.iter().filter(|a| !has_glob(&a.tool)) {
                 if !s.exposes(&a.tool) {
                     let id = ToolId::new(&s.input.key.namespace, &s.input.key.name, &a.tool);
-                    out.insert(drift_row("DataAccess", &s.input.key, &id, e));
+                    out.insert(drift_row(DriftSource::DataAccess, &s.input.key, &id, e));
                 }
             }
         }
@@ -363,9 +384,9 @@ impl Evaluator<'_> {
     pub fn unbacked_edges(&self, include_grants: bool) -> Vec<UnbackedRow> {
         let e = self.engine;
         // (edge, from, to) -> (backed, the first object and provenance)
-        type Edges = BTreeMap<(&'static str, String, String), (bool, String, Provenance)>;
+        type Edges = BTreeMap<(&'static str, String, String), (bool, ObjectRef, Provenance)>;
         let mut edges: Edges = BTreeMap::new();
-        let mut add = |edge, from: String, to: String, object: String, p: &Provenance| {
+        let mut add = |edge, from: String, to: String, object: ObjectRef, p: &Provenance| {
             let entry = edges
                 .entry((edge, from, to))
                 .or_insert_with(|| (false, object, p.clone()));
@@ -378,7 +399,7 @@ impl Evaluator<'_> {
                     a.mode.edge(),
                     format!("{}/{}::{}", key.namespace, key.name, a.tool),
                     a.pattern.as_str().to_string(),
-                    format!("MCPServer {key}"),
+                    ObjectRef::new(Kind::MCPServer, key),
                     &a.provenance,
                 );
             }
@@ -387,7 +408,7 @@ impl Evaluator<'_> {
         let mut known: Option<BTreeSet<ToolId>> = None;
         for p in e.policies.values() {
             let key = &p.input.key;
-            let object = format!("Policy {key}");
+            let object = ObjectRef::new(Kind::Policy, key);
             for (pattern, prov) in &p.resources {
                 add(
                     "GOVERNED_BY",
@@ -429,7 +450,7 @@ impl Evaluator<'_> {
                             "CAN_CALL",
                             agent.to_string(),
                             id.to_string(),
-                            format!("Grant {}", g.grant),
+                            ObjectRef::new(Kind::Grant, &g.grant),
                             &g.provenance,
                         );
                     }
@@ -490,7 +511,7 @@ impl Evaluator<'_> {
     }
 }
 
-fn drift_row(source: &'static str, object: &ObjKey, tool: &ToolId, e: &Engine) -> DriftRow {
+fn drift_row(source: DriftSource, object: &ObjKey, tool: &ToolId, e: &Engine) -> DriftRow {
     let server = e.servers.get(&ObjKey::new(&tool.namespace, &tool.server));
     let message = match server {
         None => format!("no MCPServer {} exists", tool.server_key()),
@@ -503,14 +524,38 @@ fn drift_row(source: &'static str, object: &ObjKey, tool: &ToolId, e: &Engine) -
             tool.name
         ),
     };
-    let kind = match source {
-        "DataAccess" => "MCPServer",
-        k => k,
-    };
     DriftRow {
         source,
-        object: format!("{kind} {object}"),
+        object: ObjectRef::new(source.kind(), object),
         tool: tool.to_string(),
         message,
+    }
+}
+
+#[cfg(test)]
+mod drift_source_tests {
+    use super::*;
+
+    #[test]
+    fn drift_sources_keep_their_names_order_and_kinds() {
+        let names: Vec<&str> = DriftSource::ALL.iter().map(|s| s.as_str()).collect();
+        assert_eq!(names, ["Grant", "Policy", "DataAccess"]);
+        for s in DriftSource::ALL {
+            let json = serde_json::to_value(s).unwrap();
+            assert_eq!(json, serde_json::json!(s.as_str()));
+            assert_eq!(serde_json::from_value::<DriftSource>(json).unwrap(), *s);
+        }
+        let mut sorted = DriftSource::ALL.to_vec();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            [
+                DriftSource::DataAccess,
+                DriftSource::Grant,
+                DriftSource::Policy
+            ]
+        );
+        let kinds: Vec<Kind> = DriftSource::ALL.iter().map(|s| s.kind()).collect();
+        assert_eq!(kinds, [Kind::Grant, Kind::Policy, Kind::MCPServer]);
     }
 }

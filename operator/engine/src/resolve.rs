@@ -1,6 +1,7 @@
 //! Resolving tool selectors against the servers a namespace may see, under the tenancy
 //! rules: a namespace sees its own servers and those that share themselves with it.
 
+use crate::findings::FindingReason;
 use crate::glob::{has_glob, name_matches};
 use crate::index::{CServer, Engine};
 use crate::key::{Selector, ToolId};
@@ -24,15 +25,21 @@ pub enum Resolution {
 }
 
 impl Resolution {
-    /// Reason code used in findings and status.
+    /// Reason code used in status: `Resolved`, or the reason of the finding.
     pub fn reason(&self) -> &'static str {
-        match self {
-            Resolution::Resolved { .. } => "Resolved",
-            Resolution::Drifted { .. } => "Drifted",
-            Resolution::NotFound => "NotFound",
-            Resolution::Ambiguous { .. } => "Ambiguous",
-            Resolution::CrossNamespaceDenied { .. } => "CrossNamespaceDenied",
-        }
+        self.finding_reason()
+            .map_or("Resolved", FindingReason::as_str)
+    }
+
+    /// The reason of the finding an unresolved reference raises; None when resolved.
+    pub fn finding_reason(&self) -> Option<FindingReason> {
+        Some(match self {
+            Resolution::Resolved { .. } => return None,
+            Resolution::Drifted { .. } => FindingReason::Drifted,
+            Resolution::NotFound => FindingReason::NotFound,
+            Resolution::Ambiguous { .. } => FindingReason::Ambiguous,
+            Resolution::CrossNamespaceDenied { .. } => FindingReason::CrossNamespaceDenied,
+        })
     }
 
     /// Tools the selector creates CAN_CALL edges to (live or drifted).

@@ -55,7 +55,9 @@ pub struct DenyPath {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantEdge {
-    pub grant: String,
+    /// Written `namespace/name`.
+    #[serde(serialize_with = "crate::wire::display")]
+    pub grant: ObjKey,
     pub selector: String,
     pub provenance: Provenance,
 }
@@ -88,7 +90,9 @@ pub struct AccessVerdict {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantRef {
-    pub grant: String,
+    /// Written `namespace/name`.
+    #[serde(serialize_with = "crate::wire::display")]
+    pub grant: ObjKey,
     pub selector: String,
     pub resolution: Resolution,
 }
@@ -147,7 +151,7 @@ impl<'e> Evaluator<'e> {
         g.selectors
             .iter()
             .map(|sel| GrantRef {
-                grant: grant.to_string(),
+                grant: grant.clone(),
                 selector: sel.raw.clone(),
                 resolution: self.engine.resolve(sel, &grant.namespace),
             })
@@ -171,7 +175,6 @@ impl<'e> Evaluator<'e> {
             let Some(g) = self.engine.grants.get(gk) else {
                 continue;
             };
-            let grant = gk.to_string();
             let cached = self.engine.resolved.get(gk);
             for (i, sel) in g.selectors.iter().enumerate() {
                 let resolution = match cached.and_then(|c| c.selectors.get(i)) {
@@ -180,13 +183,13 @@ impl<'e> Evaluator<'e> {
                 };
                 for id in resolution.granted_ids() {
                     edges.entry(id.clone()).or_default().push(GrantEdge {
-                        grant: grant.clone(),
+                        grant: gk.clone(),
                         selector: sel.raw.clone(),
                         provenance: g.input.provenance.clone(),
                     });
                 }
                 refs.push(GrantRef {
-                    grant: grant.clone(),
+                    grant: gk.clone(),
                     selector: sel.raw.clone(),
                     resolution,
                 });

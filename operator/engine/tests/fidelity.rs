@@ -17,7 +17,7 @@ fn reasons_of(e: &Engine, kind: FindingKind) -> Vec<(String, String)> {
         .check()
         .into_iter()
         .filter(|f| f.kind == kind)
-        .map(|f| (f.reason, f.object))
+        .map(|f| (f.reason.to_string(), f.object.to_string()))
         .collect()
 }
 
@@ -72,7 +72,7 @@ fn item1_a_bare_name_keeps_its_drifted_tool_and_its_violation() {
     assert!(
         drift
             .iter()
-            .any(|d| d.source == "Grant" && d.tool == "ns/fs::read_config"),
+            .any(|d| d.source == queries::DriftSource::Grant && d.tool == "ns/fs::read_config"),
         "{drift:?}"
     );
 }

@@ -7,7 +7,7 @@ use common::*;
 use mcpgov_engine::*;
 use std::time::Instant;
 
-fn findings_with(e: &Engine, reason: &str) -> Vec<Finding> {
+fn findings_with(e: &Engine, reason: FindingReason) -> Vec<Finding> {
     e.evaluator(now())
         .check()
         .into_iter()
@@ -31,12 +31,12 @@ fn an_exception_of_thirty_thousand_double_star_segments_is_refused() {
             .exception("secrets", None, Some(&huge), None)
             .build(),
     ]);
-    let invalid = findings_with(&e, "InvalidURI");
+    let invalid = findings_with(&e, FindingReason::InvalidUri);
     println!("30,000 segments: check in {:?}", started.elapsed());
     assert_eq!(invalid.len(), 1, "{invalid:?}");
     assert!(invalid[0].message.contains("longer than the limit of 1024"));
     // The refused exception excuses nothing: the reach stays a violation.
-    assert_eq!(findings_with(&e, "DenyViolation").len(), 1);
+    assert_eq!(findings_with(&e, FindingReason::DenyViolation).len(), 1);
 }
 
 #[test]
@@ -47,9 +47,9 @@ fn more_wildcards_than_the_limit_are_refused() {
         deny("t", "p").resource(&many).build(),
         deny("t", "q").resource(&ok).build(),
     ]);
-    let invalid = findings_with(&e, "InvalidURI");
+    let invalid = findings_with(&e, FindingReason::InvalidUri);
     assert_eq!(invalid.len(), 1, "{invalid:?}");
-    assert_eq!(invalid[0].object, "Policy t/p");
+    assert_eq!(invalid[0].object.to_string(), "Policy t/p");
     assert!(invalid[0].message.contains("17 wildcards; the limit is 16"));
 }
 
@@ -80,7 +80,7 @@ fn an_undecided_overlap_fails_closed_and_says_why() {
             .unwrap()
             .contains("work budget")
     );
-    let f = findings_with(&e, "PatternBudgetExceeded");
+    let f = findings_with(&e, FindingReason::PatternBudgetExceeded);
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!(f[0].kind, FindingKind::Violation);
     assert!(f[0].message.contains("t/secrets"));
@@ -118,7 +118,8 @@ fn eight_by_eight_patterns_at_the_limits_stay_bounded() {
     assert!(
         findings
             .iter()
-            .any(|f| f.reason == "PatternBudgetExceeded" && f.kind == FindingKind::Violation)
+            .any(|f| f.reason == FindingReason::PatternBudgetExceeded
+                && f.kind == FindingKind::Violation)
     );
 }
 
@@ -138,10 +139,10 @@ fn an_exception_to_a_policy_never_reached_is_unused() {
             .exception("elsewhere", None, None, None)
             .build(),
     ]);
-    let unused = findings_with(&e, "ExceptionUnused");
+    let unused = findings_with(&e, FindingReason::ExceptionUnused);
     assert_eq!(unused.len(), 1, "{unused:?}");
     assert_eq!(unused[0].policy.as_deref(), Some("t/elsewhere"));
-    assert_eq!(findings_with(&e, "DenyViolation").len(), 1);
+    assert_eq!(findings_with(&e, FindingReason::DenyViolation).len(), 1);
 }
 
 /// Finding 9: team-c sharing a namesake with `*` must not make team-b's bare-name
@@ -171,7 +172,11 @@ fn a_foreign_namesake_cannot_make_a_bare_name_ambiguous() {
     let v = ev.check_access(&key("team-b/bot"), "refund");
     assert_eq!(v.verdict, VerdictKind::Allow);
     assert_eq!(v.tool_key.as_deref(), Some("team-b/pay::refund"));
-    assert!(ev.check().iter().all(|f| f.reason != "Ambiguous"));
+    assert!(
+        ev.check()
+            .iter()
+            .all(|f| f.reason != FindingReason::Ambiguous)
+    );
     // A namespace with no namesake of its own still sees the shared one.
     let v = ev.check_access(&key("team-d/bot"), "refund");
     assert_eq!(v.tool_key.as_deref(), Some("team-c/evil::refund"));

@@ -150,10 +150,10 @@ fn invalid_input_becomes_a_finding_not_a_panic() {
             .build(),
     ]);
     let findings = e.evaluator(now()).check();
-    let invalid: Vec<(&str, &str)> = findings
+    let invalid: Vec<(String, &str)> = findings
         .iter()
         .filter(|f| f.kind == FindingKind::Invalid)
-        .map(|f| (f.object.as_str(), f.reason.as_str()))
+        .map(|f| (f.object.to_string(), f.reason.as_str()))
         .collect();
     assert_eq!(
         invalid,
@@ -163,5 +163,6 @@ fn invalid_input_becomes_a_finding_not_a_panic() {
             ("MCPServer ns/s", "InvalidURI"),
             ("Policy ns/p", "InvalidURI"),
         ]
+        .map(|(o, r)| (o.to_string(), r))
     );
 }

@@ -175,7 +175,10 @@ fn a_team_cannot_excuse_itself_from_a_platform_deny() {
     let v = verdict(&e, "team-a/bot", "db::query");
     assert_eq!(v.deny_paths[0].classification, Classification::Violation);
     let f = e.evaluator(now()).check();
-    assert!(f.iter().any(|f| f.reason == "ExceptionNotAllowed"));
+    assert!(
+        f.iter()
+            .any(|f| f.reason == FindingReason::ExceptionNotAllowed)
+    );
 
     let e = engine(objs(&["team-a"]));
     let v = verdict(&e, "team-a/bot", "db::query");

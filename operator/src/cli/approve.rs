@@ -12,7 +12,7 @@
 use super::Failure;
 use super::live::LiveArgs;
 use crate::crd::MCPServer;
-use crate::crd::server::{ApprovedContract, ContractMode, PendingContract};
+use crate::crd::server::{ApprovedContract, ContractMode, PendingContract, PendingReason};
 use crate::manifest::Resource;
 use crate::text;
 use clap::Args;
@@ -58,7 +58,7 @@ pub struct ApproveArgs {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pending {
     pub tool: String,
-    pub reason: &'static str,
+    pub reason: PendingReason,
     pub approved: Option<String>,
     pub crawled: String,
     /// The crawler's diff lines, when it recorded them for this digest.
@@ -118,7 +118,7 @@ pub fn pending_of(s: &MCPServer, tool: Option<&str>, pin: bool) -> Vec<Pending> 
                 .unwrap_or_default();
             Some(Pending {
                 tool: t.name.clone(),
-                reason: crate::controller::contract_status::reason(state),
+                reason: state.into(),
                 approved: as_pinned.approved.get(&t.name).cloned(),
                 crawled,
                 diff,
@@ -370,13 +370,13 @@ status:
         assert_eq!(p.len(), 2, "{p:?}");
         assert_eq!(
             (p[0].tool.as_str(), p[0].reason, p[0].approved.as_deref()),
-            ("lookup", "ContractChanged", Some(D1))
+            ("lookup", PendingReason::ContractChanged, Some(D1))
         );
         assert_eq!(p[0].crawled, D2);
         assert_eq!(p[0].diff.len(), 1);
         assert_eq!(
             (p[1].tool.as_str(), p[1].reason),
-            ("publish", "ContractUnapproved")
+            ("publish", PendingReason::ContractUnapproved)
         );
         // One tool only.
         assert_eq!(pending_of(&s, Some("publish"), false).len(), 1);

@@ -184,8 +184,8 @@ pub(crate) fn table(findings: &[Finding], s: &Summary) -> String {
         .map(|f| {
             [
                 format!("{:?}", f.kind),
-                cell(&f.reason),
-                cell(&f.object),
+                cell(f.reason.as_str()),
+                cell(&f.object.to_string()),
                 cell(&f.message),
             ]
         })

@@ -9,7 +9,7 @@ use crate::manifest::{
 use crate::text;
 use crate::validate::is_dns1123_label;
 use clap::Args;
-use mcpgov_engine::{Engine, EngineConfig, ObjKey, Object};
+use mcpgov_engine::{Engine, EngineConfig, ObjKey, Object, ObjectRef};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -78,7 +78,7 @@ pub struct Input {
     pub engine: Engine,
     pub now: jiff::Timestamp,
     /// Where each object came from, keyed as findings name objects (`Kind ns/name`).
-    pub origins: BTreeMap<String, Origin>,
+    pub origins: BTreeMap<ObjectRef, Origin>,
     /// Objects of our kinds from other API groups, skipped (already said on stderr).
     pub lookalikes: Vec<Lookalike>,
     /// The namespace names without one are read in (`-n`, or the context's).
@@ -292,12 +292,13 @@ impl InputArgs {
         let origins = objects
             .iter()
             .filter(|(_, l)| l.file != Path::new(super::live::CLUSTER_ORIGIN))
-            .map(|((kind, key), l)| {
+            .filter_map(|((kind, key), l)| {
                 let origin = Origin {
                     file: l.file.clone(),
                     line: l.line,
                 };
-                (format!("{kind} {key}"), origin)
+                // Every kind here is one of ours (kind_and_key names them).
+                Some((ObjectRef::new(kind.parse().ok()?, key), origin))
             })
             .collect();
         let engine =

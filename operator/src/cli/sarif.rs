@@ -6,9 +6,9 @@
 
 use super::input::{LOOKALIKE_HINT, Origin};
 use crate::manifest::Lookalike;
-use mcpgov_engine::{Finding, FindingKind};
+use mcpgov_engine::{Finding, FindingKind, FindingReason, ObjectRef};
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub const SCHEMA: &str =
@@ -25,25 +25,26 @@ pub fn level(kind: FindingKind) -> &'static str {
 
 /// What a reason means, for the reasons the engine gives today; others fall back on
 /// their kind's sentence.
-fn describe_reason(reason: &str) -> Option<&'static str> {
+fn describe_reason(reason: FindingReason) -> Option<&'static str> {
+    use FindingReason as R;
     Some(match reason {
-        "DenyViolation" => {
+        R::DenyViolation => {
             "An agent can reach a Deny-governed tool or resource, and no expected exception covers it."
         }
-        "AuthorizedButGoverned" => {
+        R::AuthorizedButGoverned => {
             "An agent can reach a Deny-governed tool or resource; an expected exception declares it intended."
         }
-        "Drifted" => "Governance names a tool that no crawled server exposes now.",
-        "NotFound" => "A reference names a tool or object that does not exist.",
-        "Ambiguous" => "A bare tool name matches tools on several servers; it is never guessed.",
-        "AgentNotFound" => "A Grant names an Agent that does not exist in its namespace.",
-        "CrossNamespaceDenied" => {
+        R::Drifted => "Governance names a tool that no crawled server exposes now.",
+        R::NotFound => "A reference names a tool or object that does not exist.",
+        R::Ambiguous => "A bare tool name matches tools on several servers; it is never guessed.",
+        R::AgentNotFound => "A Grant names an Agent that does not exist in its namespace.",
+        R::CrossNamespaceDenied => {
             "A reference crosses into a namespace that does not share with the referring one."
         }
-        "ExceptionNotAllowed" => {
+        R::ExceptionNotAllowed => {
             "An expected exception names a Policy that does not accept exceptions from the Grant's namespace."
         }
-        "PatternBudgetExceeded" => "A glob is over the wildcard budget (docs/security.md).",
+        R::PatternBudgetExceeded => "A glob is over the wildcard budget (docs/security.md).",
         _ => return None,
     })
 }
@@ -103,8 +104,10 @@ pub fn uri(path: &Path) -> String {
 }
 
 /// `Kind ns/name` split into the name a viewer shows and the whole.
-fn logical_location(object: &str) -> Value {
-    let name = object.rsplit('/').next().unwrap_or(object);
+fn logical_location(object: &ObjectRef) -> Value {
+    // The text after the last slash, as before (a name with a slash keeps its tail).
+    let object = object.to_string();
+    let name = object.rsplit('/').next().unwrap_or(&object);
     json!({
         "name": name,
         "fullyQualifiedName": object,
@@ -112,7 +115,7 @@ fn logical_location(object: &str) -> Value {
     })
 }
 
-fn result(f: &Finding, rule_index: usize, origins: &BTreeMap<String, Origin>) -> Value {
+fn result(f: &Finding, rule_index: usize, origins: &BTreeMap<ObjectRef, Origin>) -> Value {
     let mut location = Map::new();
     // Standard input has no URI: such results carry the logical location only.
     if let Some(p) = origins
@@ -186,16 +189,17 @@ fn notification(l: &Lookalike) -> Value {
 /// (sorted by id); skipped lookalikes become warnings of the run's invocation.
 pub fn log(
     findings: &[Finding],
-    origins: &BTreeMap<String, Origin>,
+    origins: &BTreeMap<ObjectRef, Origin>,
     lookalikes: &[Lookalike],
 ) -> Value {
     // A reason's rule takes the kind it first appears with (a reason has one kind).
-    let mut kinds: BTreeMap<&str, FindingKind> = BTreeMap::new();
+    let mut kinds: BTreeMap<FindingReason, FindingKind> = BTreeMap::new();
     for f in findings {
-        kinds.entry(f.reason.as_str()).or_insert(f.kind);
+        kinds.entry(f.reason).or_insert(f.kind);
     }
-    let ids: BTreeSet<&str> = kinds.keys().copied().collect();
-    let index: BTreeMap<&str, usize> = ids.iter().enumerate().map(|(i, r)| (*r, i)).collect();
+    // Sorted by id: the reasons order as their names.
+    let index: BTreeMap<FindingReason, usize> =
+        kinds.keys().enumerate().map(|(i, r)| (*r, i)).collect();
     let rules: Vec<Value> = kinds
         .iter()
         .map(|(reason, kind)| {
@@ -203,7 +207,7 @@ pub fn log(
                 "id": reason,
                 "name": reason,
                 "shortDescription": {
-                    "text": describe_reason(reason).unwrap_or(describe_kind(*kind))
+                    "text": describe_reason(*reason).unwrap_or(describe_kind(*kind))
                 },
                 "help": { "text": help(*kind) },
                 "defaultConfiguration": { "level": level(*kind) },
@@ -213,7 +217,7 @@ pub fn log(
         .collect();
     let results: Vec<Value> = findings
         .iter()
-        .map(|f| result(f, index[f.reason.as_str()], origins))
+        .map(|f| result(f, index[&f.reason], origins))
         .collect();
     let mut run = json!({
         "tool": {
@@ -246,7 +250,12 @@ mod tests {
     use std::path::PathBuf;
 
     fn finding(kind: FindingKind, reason: &str, object: &str) -> Finding {
-        Finding::new(kind, reason, object.into(), "m")
+        Finding::new(
+            kind,
+            reason.parse().unwrap(),
+            ObjectRef::parse(object).unwrap(),
+            "m",
+        )
     }
 
     #[test]
@@ -272,25 +281,25 @@ mod tests {
             finding(FindingKind::Violation, "DenyViolation", "Agent t/a"),
             finding(FindingKind::Drift, "Drifted", "Grant t/g"),
             finding(FindingKind::Violation, "DenyViolation", "Agent t/b"),
-            finding(FindingKind::Unresolved, "SomethingNew", "Grant t/in"),
+            finding(FindingKind::Unresolved, "ExceptionExpired", "Grant t/in"),
         ];
         let mut origins = BTreeMap::new();
         origins.insert(
-            "Agent t/a".to_string(),
+            ObjectRef::parse("Agent t/a").unwrap(),
             Origin {
                 file: PathBuf::from("m/a.yaml"),
                 line: Some(7),
             },
         );
         origins.insert(
-            "Grant t/g".to_string(),
+            ObjectRef::parse("Grant t/g").unwrap(),
             Origin {
                 file: PathBuf::from("m/g.yaml"),
                 line: None,
             },
         );
         origins.insert(
-            "Grant t/in".to_string(),
+            ObjectRef::parse("Grant t/in").unwrap(),
             Origin {
                 file: PathBuf::from("<stdin>"),
                 line: Some(1),
@@ -305,7 +314,7 @@ mod tests {
             .iter()
             .map(|r| r["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, ["DenyViolation", "Drifted", "SomethingNew"]);
+        assert_eq!(ids, ["DenyViolation", "Drifted", "ExceptionExpired"]);
         let rule = &run["tool"]["driver"]["rules"][2];
         assert!(rule["shortDescription"]["text"].as_str().unwrap().len() > 10);
         assert!(rule["help"]["text"].as_str().unwrap().len() > 10);

@@ -247,7 +247,12 @@ mod tests {
     use mcpgov_engine::FindingKind;
 
     fn f(kind: FindingKind, object: &str) -> Finding {
-        Finding::new(kind, "R", object.into(), format!("about {object}"))
+        Finding::new(
+            kind,
+            mcpgov_engine::FindingReason::NotFound,
+            mcpgov_engine::ObjectRef::parse(object).unwrap(),
+            format!("about {object}"),
+        )
     }
 
     #[test]
@@ -289,12 +294,12 @@ mod tests {
         let got = render(&d, &before, &after);
         let want = "\
 Findings the change adds:
-  KIND       REASON  OBJECT       MESSAGE
-+ Violation  R       Agent t/new  about Agent t/new
+  KIND       REASON    OBJECT       MESSAGE
++ Violation  NotFound  Agent t/new  about Agent t/new
 
 Findings the change removes:
-  KIND       REASON  OBJECT       MESSAGE
-- Exception  R       Agent t/old  about Agent t/old
+  KIND       REASON    OBJECT       MESSAGE
+- Exception  NotFound  Agent t/old  about Agent t/old
 
 before: 0 violation(s), 1 exception(s), 0 drift, 0 unresolved
 after:  1 violation(s), 0 exception(s), 0 drift, 0 unresolved

@@ -142,7 +142,7 @@ pub fn explain(v: &AccessVerdict) -> String {
         for g in &v.granted_by {
             out.push_str(&format!(
                 "  Grant {} selector {} {}\n",
-                q(&g.grant),
+                q(&g.grant.to_string()),
                 text::quote(&g.selector, 200),
                 provenance(&g.provenance)
             ));

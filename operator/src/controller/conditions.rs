@@ -2,6 +2,7 @@
 //! merge that keeps `lastTransitionTime` unless a condition's status flips.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use mcpgov_engine::FindingReason;
 
 pub const READY: &str = "Ready";
 pub const RECONCILING: &str = "Reconciling";
@@ -12,42 +13,79 @@ pub const RESOLVED: &str = "Resolved";
 pub const ACTIVE: &str = "Active";
 pub const CRAWLED: &str = "Crawled";
 
-pub const REASON_RECONCILED: &str = "Reconciled";
-pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
-pub const REASON_NO_VIOLATIONS: &str = "NoViolations";
-pub const REASON_VIOLATIONS_FOUND: &str = "ViolationsFound";
-pub const REASON_PUBLISHED: &str = "Published";
-pub const REASON_DISABLED: &str = "Disabled";
-pub const REASON_TOO_LARGE: &str = "BundleTooLarge";
-pub const REASON_PUBLISH_FAILED: &str = "PublishFailed";
-/// The bundle's ConfigMap name is taken by an object mcpgov did not create for this
-/// Agent: it is never written or deleted.
-pub const REASON_CONFIGMAP_CONFLICT: &str = "ConfigMapConflict";
-pub const REASON_ALL_RESOLVED: &str = "AllResolved";
-pub const REASON_AGENT_NOT_FOUND: &str = "AgentNotFound";
-pub const REASON_GOVERNING: &str = "Governing";
-pub const REASON_ORPHAN: &str = "Orphan";
-pub const REASON_NOT_CRAWLED: &str = "NotCrawled";
+mcpgov_engine::wire_enum! {
+    /// The controller's own condition reasons. The names are an interface (kubectl,
+    /// alerts, e2e tests read them): never rename one.
+    pub enum ConditionReason {
+        Reconciled = "Reconciled",
+        InvalidSpec = "InvalidSpec",
+        NoViolations = "NoViolations",
+        ViolationsFound = "ViolationsFound",
+        Published = "Published",
+        Disabled = "Disabled",
+        BundleTooLarge = "BundleTooLarge",
+        PublishFailed = "PublishFailed",
+        /// The bundle's ConfigMap name is taken by an object mcpgov did not create for
+        /// this Agent: it is never written or deleted.
+        ConfigMapConflict = "ConfigMapConflict",
+        AllResolved = "AllResolved",
+        Governing = "Governing",
+        Orphan = "Orphan",
+        NotCrawled = "NotCrawled",
+        CrawlSucceeded = "CrawlSucceeded",
+    }
+}
+
+/// A condition's reason: the controller's own, a finding's (the first problem of a
+/// Grant or Policy), or the crawler's classification of a failed crawl.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    Condition(ConditionReason),
+    Finding(FindingReason),
+    Crawl(&'static str),
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Condition(r) => r.as_str(),
+            Reason::Finding(r) => r.as_str(),
+            Reason::Crawl(r) => r,
+        }
+    }
+}
+
+impl From<ConditionReason> for Reason {
+    fn from(r: ConditionReason) -> Self {
+        Reason::Condition(r)
+    }
+}
+
+impl From<FindingReason> for Reason {
+    fn from(r: FindingReason) -> Self {
+        Reason::Finding(r)
+    }
+}
 
 /// A condition as computed, before it meets the one already in status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Desired {
     pub type_: &'static str,
     pub status: bool,
-    pub reason: String,
+    pub reason: Reason,
     pub message: String,
 }
 
 pub fn cond(
     type_: &'static str,
     status: bool,
-    reason: &str,
+    reason: impl Into<Reason>,
     message: impl Into<String>,
 ) -> Desired {
     Desired {
         type_,
         status,
-        reason: reason.to_string(),
+        reason: reason.into(),
         message: message.into(),
     }
 }
@@ -56,10 +94,10 @@ pub fn cond(
 /// object can never become ready without a change by its author.
 pub fn kstatus(stalled: Option<&str>) -> [Desired; 2] {
     [
-        cond(RECONCILING, false, REASON_RECONCILED, ""),
+        cond(RECONCILING, false, ConditionReason::Reconciled, ""),
         match stalled {
-            Some(msg) => cond(STALLED, true, REASON_INVALID_SPEC, msg),
-            None => cond(STALLED, false, REASON_RECONCILED, ""),
+            Some(msg) => cond(STALLED, true, ConditionReason::InvalidSpec, msg),
+            None => cond(STALLED, false, ConditionReason::Reconciled, ""),
         },
     ]
 }
@@ -88,7 +126,7 @@ pub fn merge(
             Condition {
                 type_: d.type_.to_string(),
                 status,
-                reason: d.reason,
+                reason: d.reason.as_str().to_string(),
                 message: d.message,
                 observed_generation: generation,
                 last_transition_time,
@@ -121,26 +159,56 @@ mod tests {
     fn transition_time_moves_only_when_status_flips() {
         let first = merge(
             &[],
-            vec![cond(READY, true, "A", "")],
+            vec![cond(READY, true, ConditionReason::Reconciled, "")],
             Some(1),
             &t("2026-01-01T00:00:00Z"),
         );
         let same = merge(
             &first,
-            vec![cond(READY, true, "B", "m")],
+            vec![cond(READY, true, ConditionReason::Published, "m")],
             Some(2),
             &t("2026-02-01T00:00:00Z"),
         );
         assert_eq!(same[0].last_transition_time, t("2026-01-01T00:00:00Z"));
-        assert_eq!(same[0].reason, "B");
+        assert_eq!(same[0].reason, "Published");
         let flip = merge(
             &same,
-            vec![cond(READY, false, "C", "")],
+            vec![cond(READY, false, FindingReason::InvalidUri, "")],
             Some(2),
             &t("2026-03-01T00:00:00Z"),
         );
         assert_eq!(flip[0].last_transition_time, t("2026-03-01T00:00:00Z"));
+        assert_eq!(flip[0].reason, "InvalidURI");
         assert_eq!(flipped(&same, &flip, READY), Some(false));
         assert_eq!(flipped(&flip, &flip, READY), None);
+    }
+
+    /// The names conditions carried as string constants before they were typed.
+    #[test]
+    fn condition_reasons_write_their_old_strings() {
+        let old = [
+            "Reconciled",
+            "InvalidSpec",
+            "NoViolations",
+            "ViolationsFound",
+            "Published",
+            "Disabled",
+            "BundleTooLarge",
+            "PublishFailed",
+            "ConfigMapConflict",
+            "AllResolved",
+            "Governing",
+            "Orphan",
+            "NotCrawled",
+            "CrawlSucceeded",
+        ];
+        assert_eq!(ConditionReason::NAMES, old);
+        for (r, old) in ConditionReason::ALL.iter().zip(old) {
+            assert_eq!(Reason::from(*r).as_str(), old);
+            assert_eq!(old.parse::<ConditionReason>().unwrap(), *r);
+            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::json!(old));
+        }
+        assert_eq!(Reason::from(FindingReason::Drifted).as_str(), "Drifted");
+        assert_eq!(Reason::Crawl("Timeout").as_str(), "Timeout");
     }
 }

@@ -18,7 +18,8 @@
 
 use crate::crawler::{self, untrusted};
 use crate::crd::server::{
-    ContractPartDigests, ContractsStatus, PendingContract, SeenContract, ToolAnnotations,
+    ContractPartDigests, ContractsStatus, PendingContract, PendingReason, SeenContract,
+    ToolAnnotations,
 };
 use mcpgov_core::contract::ContractParts;
 use mcpgov_engine::{ContractMode, ContractState, Contracts};
@@ -40,11 +41,9 @@ pub const DIFF_SIDE: usize = 160;
 /// Characters of unchanged text shown before a change.
 const CONTEXT: usize = 24;
 
+/// The pending reason's name, as status and the metric's label write it.
 pub fn reason(state: ContractState) -> &'static str {
-    match state {
-        ContractState::Changed => "ContractChanged",
-        ContractState::Unapproved => "ContractUnapproved",
-    }
+    PendingReason::from(state).as_str()
 }
 
 fn part_digests(p: &ContractParts) -> ContractPartDigests {
@@ -130,7 +129,7 @@ pub fn contracts_status(
         };
         PendingContract {
             tool: t.name.clone(),
-            reason: reason(state).to_string(),
+            reason: state.into(),
             approved_digest,
             crawled_digest: t.contract_digest.clone(),
             changed,
@@ -343,7 +342,7 @@ mod tests {
         let st = contracts_status(&pins, &catalog(vec![evil_more.clone()]), Some(&first)).unwrap();
         assert_eq!(st.pending_count, 1);
         let p = &st.pending[0];
-        assert_eq!(p.reason, "ContractChanged");
+        assert_eq!(p.reason, PendingReason::ContractChanged);
         assert_eq!(
             p.approved_digest.as_deref(),
             Some(good.contract_digest.as_str())
@@ -376,11 +375,11 @@ mod tests {
     fn unapproved_and_never_seen_approvals_say_what_is_known() {
         let t = lookup("x");
         let st = contracts_status(&pinned(&[]), &catalog(vec![t.clone()]), None).unwrap();
-        assert_eq!(st.pending[0].reason, "ContractUnapproved");
+        assert_eq!(st.pending[0].reason, PendingReason::ContractUnapproved);
         assert!(st.pending[0].diff.is_empty() && st.approved.is_empty());
         let other = format!("sha256:{}", "a".repeat(64));
         let st = contracts_status(&pinned(&[("lookup", &other)]), &catalog(vec![t]), None).unwrap();
-        assert_eq!(st.pending[0].reason, "ContractChanged");
+        assert_eq!(st.pending[0].reason, PendingReason::ContractChanged);
         assert!(st.pending[0].changed.is_empty());
         assert!(st.pending[0].diff[0].contains("never crawled"));
     }

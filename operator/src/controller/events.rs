@@ -20,11 +20,23 @@ const MAX_SERIES: usize = 4096;
 /// The API server's limit on `note` (bytes).
 const MAX_NOTE: usize = 1024;
 
+mcpgov_engine::wire_enum! {
+    /// Why the controller publishes an Event: its `reason`. The names are an interface
+    /// (kubectl, alerts, e2e tests read them): never rename one.
+    pub enum EventReason {
+        ViolationFound = "ViolationFound",
+        ViolationsCleared = "ViolationsCleared",
+        BundlePublished = "BundlePublished",
+        ReferenceBroken = "ReferenceBroken",
+        ReferencesResolved = "ReferencesResolved",
+    }
+}
+
 /// An Event to publish, before it is keyed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notice {
     pub warning: bool,
-    pub reason: String,
+    pub reason: EventReason,
     pub action: String,
     pub note: String,
 }
@@ -38,7 +50,7 @@ pub struct Key {
     name: Option<String>,
     uid: Option<String>,
     warning: bool,
-    reason: String,
+    reason: EventReason,
     action: String,
     note: String,
 }
@@ -52,7 +64,7 @@ impl Key {
             name: regarding.name.clone(),
             uid: regarding.uid.clone(),
             warning: notice.warning,
-            reason: notice.reason.clone(),
+            reason: notice.reason,
             action: notice.action.clone(),
             note: truncate(&notice.note, MAX_NOTE).to_string(),
         }
@@ -148,7 +160,7 @@ pub fn new_event(
 ) -> K8sEvent {
     K8sEvent {
         action: Some(notice.action.clone()),
-        reason: Some(notice.reason.clone()),
+        reason: Some(notice.reason.to_string()),
         note: Some(truncate(&notice.note, MAX_NOTE).to_string()),
         event_time: Some(MicroTime(now)),
         regarding: Some(regarding.clone()),
@@ -193,10 +205,10 @@ mod tests {
         }
     }
 
-    fn notice(reason: &str, note: &str) -> Notice {
+    fn notice(reason: EventReason, note: &str) -> Notice {
         Notice {
             warning: false,
-            reason: reason.into(),
+            reason,
             action: "Reconcile".into(),
             note: note.into(),
         }
@@ -224,9 +236,18 @@ mod tests {
     fn a_changed_note_is_a_new_event_not_a_stale_series() {
         let mut s = Series::default();
         let a = agent("a", "u1");
-        let r1 = notice("BundlePublished", "a-mcpgov-bundle revision 1 sha256:aa");
-        let r2 = notice("BundlePublished", "a-mcpgov-bundle revision 2 sha256:bb");
-        let r3 = notice("BundlePublished", "a-mcpgov-bundle revision 3 sha256:cc");
+        let r1 = notice(
+            EventReason::BundlePublished,
+            "a-mcpgov-bundle revision 1 sha256:aa",
+        );
+        let r2 = notice(
+            EventReason::BundlePublished,
+            "a-mcpgov-bundle revision 2 sha256:bb",
+        );
+        let r3 = notice(
+            EventReason::BundlePublished,
+            "a-mcpgov-bundle revision 3 sha256:cc",
+        );
         assert_eq!(publish(&mut s, &r1, &a, t(0)), Next::Create);
         assert_eq!(publish(&mut s, &r2, &a, t(1)), Next::Create);
         assert_eq!(publish(&mut s, &r3, &a, t(2)), Next::Create);
@@ -237,7 +258,7 @@ mod tests {
     fn an_exact_repeat_counts_up_one_series() {
         let mut s = Series::default();
         let a = agent("a", "u1");
-        let n = notice("ViolationFound", "1 deny-policy violation(s)");
+        let n = notice(EventReason::ViolationFound, "1 deny-policy violation(s)");
         assert_eq!(publish(&mut s, &n, &a, t(0)), Next::Create);
         let Next::Repeat { name, count } = publish(&mut s, &n, &a, t(10)) else {
             panic!("a repeat")
@@ -253,7 +274,7 @@ mod tests {
     #[test]
     fn type_reason_object_and_uid_separate_series() {
         let mut s = Series::default();
-        let n = notice("ViolationFound", "1 deny-policy violation(s)");
+        let n = notice(EventReason::ViolationFound, "1 deny-policy violation(s)");
         let warn = Notice {
             warning: true,
             ..n.clone()
@@ -263,7 +284,7 @@ mod tests {
             publish(&mut s, &warn, &agent("a", "u1"), t(0)),
             Next::Create
         );
-        let other = notice("ViolationsCleared", "1 deny-policy violation(s)");
+        let other = notice(EventReason::ViolationsCleared, "1 deny-policy violation(s)");
         assert_eq!(
             publish(&mut s, &other, &agent("a", "u1"), t(0)),
             Next::Create
@@ -277,7 +298,7 @@ mod tests {
     fn a_repeat_after_the_ttl_is_a_new_event() {
         let mut s = Series::default();
         let a = agent("a", "u1");
-        let n = notice("ReferenceBroken", "1 reference(s) unresolved");
+        let n = notice(EventReason::ReferenceBroken, "1 reference(s) unresolved");
         assert_eq!(publish(&mut s, &n, &a, t(0)), Next::Create);
         let later = t(SERIES_TTL.as_secs() + 1);
         assert_eq!(publish(&mut s, &n, &a, later), Next::Create);
@@ -288,7 +309,7 @@ mod tests {
     fn forgotten_series_start_again() {
         let mut s = Series::default();
         let a = agent("a", "u1");
-        let n = notice("ViolationFound", "2 deny-policy violation(s)");
+        let n = notice(EventReason::ViolationFound, "2 deny-policy violation(s)");
         publish(&mut s, &n, &a, t(0));
         s.forget(&Key::new(&n, &a));
         assert_eq!(publish(&mut s, &n, &a, t(1)), Next::Create);
@@ -298,7 +319,7 @@ mod tests {
     fn memory_is_bounded() {
         let mut s = Series::default();
         for i in 0..(MAX_SERIES + 10) {
-            let n = notice("BundlePublished", &format!("revision {i}"));
+            let n = notice(EventReason::BundlePublished, &format!("revision {i}"));
             publish(&mut s, &n, &agent("a", "u1"), t(i as i64 / 100));
         }
         assert_eq!(s.len(), MAX_SERIES);
@@ -307,7 +328,13 @@ mod tests {
     #[test]
     fn notes_are_cut_to_the_api_limit_on_a_char_boundary() {
         let long = "é".repeat(MAX_NOTE);
-        let ev = new_event(&notice("R", &long), &agent("a", "u1"), "mcpgov", "i", t(0));
+        let ev = new_event(
+            &notice(EventReason::ReferenceBroken, &long),
+            &agent("a", "u1"),
+            "mcpgov",
+            "i",
+            t(0),
+        );
         let note = ev.note.unwrap();
         assert!(note.len() <= MAX_NOTE && note.len() >= MAX_NOTE - 1);
         assert_eq!(ev.type_.as_deref(), Some("Normal"));
@@ -316,5 +343,23 @@ mod tests {
         assert_eq!(p["series"]["count"], 2);
         assert!(p["series"]["lastObservedTime"].is_string(), "{p}");
         assert_eq!(p.as_object().unwrap().len(), 1, "{p}");
+    }
+
+    /// The reasons the controller's Events carried as literals before they were typed.
+    #[test]
+    fn event_reasons_write_their_old_strings() {
+        let old = [
+            "ViolationFound",
+            "ViolationsCleared",
+            "BundlePublished",
+            "ReferenceBroken",
+            "ReferencesResolved",
+        ];
+        assert_eq!(EventReason::NAMES, old);
+        for (r, old) in EventReason::ALL.iter().zip(old) {
+            let ev = new_event(&notice(*r, "n"), &agent("a", "u1"), "mcpgov", "i", t(0));
+            assert_eq!(ev.reason.as_deref(), Some(old));
+            assert_eq!(old.parse::<EventReason>().unwrap(), *r);
+        }
     }
 }

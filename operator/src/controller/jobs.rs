@@ -161,6 +161,7 @@ pub struct Report {
 
 #[cfg(test)]
 mod tests {
+    use super::super::events::EventReason;
     use super::*;
 
     fn status(v: i64) -> Step {
@@ -178,12 +179,12 @@ mod tests {
         Step::new(Op::ApplyConfigMap(Box::new(cm)))
     }
 
-    fn notice(reason: &str) -> Event {
+    fn notice(reason: EventReason) -> Event {
         Event {
             regarding: ObjectReference::default(),
             notice: Notice {
                 warning: false,
-                reason: reason.into(),
+                reason,
                 action: "Reconcile".into(),
                 note: String::new(),
             },
@@ -195,12 +196,12 @@ mod tests {
         let id = ObjectId::new(Watched::Agent, ObjKey::new("t", "a"));
         let mut queued = Job::new(id.clone());
         let mut s1 = status(1);
-        s1.events.push(notice("ViolationFound"));
+        s1.events.push(notice(EventReason::ViolationFound));
         queued.steps = vec![cm("a-b", "2"), s1];
         // A later plan only changes status: the queued ConfigMap write must survive.
         let mut later = Job::new(id.clone());
         let mut s2 = status(2);
-        s2.events.push(notice("ViolationsCleared"));
+        s2.events.push(notice(EventReason::ViolationsCleared));
         later.steps = vec![s2];
         queued.merge(later);
         assert_eq!(queued.steps.len(), 2);

@@ -10,7 +10,7 @@
 
 use super::bundles;
 use super::conditions::{self as c, Desired};
-use super::events::Notice;
+use super::events::{EventReason, Notice};
 use super::index::{AgentSummary, Dirty, Index};
 use super::jobs::{Event, Job, ObjectId, Op, Step};
 use super::kind::Watched;
@@ -23,6 +23,7 @@ use crate::crd::policy::PolicyStatus;
 use crate::crd::server::MCPServerStatus;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{Resource, ResourceExt};
+use mcpgov_engine::queries::DriftSource;
 use mcpgov_engine::{BundleError, Evaluator, ObjKey};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,14 +67,14 @@ fn owned(labels: &[&str]) -> Vec<String> {
 fn event<K: Resource<DynamicType = ()>>(
     obj: &K,
     warning: bool,
-    reason: &str,
+    reason: EventReason,
     note: String,
 ) -> Event {
     Event {
         regarding: obj.object_ref(&()),
         notice: Notice {
             warning,
-            reason: reason.into(),
+            reason,
             action: "Reconcile".into(),
             note,
         },
@@ -307,9 +308,9 @@ impl Index {
         let can_call: usize = self.summaries.values().map(|s| s.tools).sum();
         plan.set(Gauge::GraphEdges, &["CAN_CALL"], can_call as i64);
         let drift = ev.drift();
-        for kind in ["Grant", "Policy", "DataAccess"] {
-            let n = drift.iter().filter(|d| d.source == kind).count();
-            plan.set(Gauge::Drift, &[kind], n as i64);
+        for source in DriftSource::ALL {
+            let n = drift.iter().filter(|d| d.source == *source).count();
+            plan.set(Gauge::Drift, &[source.as_str()], n as i64);
         }
         plan.metrics
     }
@@ -446,14 +447,14 @@ impl Index {
                 step.events.push(event(
                     &agent,
                     true,
-                    "ViolationFound",
+                    EventReason::ViolationFound,
                     format!("{n} deny-policy violation(s)"),
                 ));
             }
             Some(true) if !current.conditions.is_empty() => step.events.push(event(
                 &agent,
                 false,
-                "ViolationsCleared",
+                EventReason::ViolationsCleared,
                 "no deny-policy violations".into(),
             )),
             _ => {}
@@ -534,7 +535,7 @@ impl Index {
         step.events.push(event(
             agent,
             false,
-            "BundlePublished",
+            EventReason::BundlePublished,
             format!("{name} revision {} {}", revision + 1, bundle.sha256),
         ));
         job.steps.push(step);
@@ -599,12 +600,12 @@ impl Index {
                     .map(|c| c.message.clone())
                     .unwrap_or_default();
                 step.events
-                    .push(event(&grant, true, "ReferenceBroken", msg));
+                    .push(event(&grant, true, EventReason::ReferenceBroken, msg));
             }
             Some(true) if !current.conditions.is_empty() => step.events.push(event(
                 &grant,
                 false,
-                "ReferencesResolved",
+                EventReason::ReferencesResolved,
                 "every reference resolves".into(),
             )),
             _ => {}
@@ -1038,7 +1039,7 @@ mod plan_tests {
         let status = status_of(&agent.steps[0]);
         let published = condition(status, c::BUNDLE_PUBLISHED);
         assert_eq!(published["status"], "False");
-        assert_eq!(published["reason"], c::REASON_CONFIGMAP_CONFLICT);
+        assert_eq!(published["reason"], "ConfigMapConflict");
         assert!(status.get("bundle").is_none(), "{status}");
     }
 

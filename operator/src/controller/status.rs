@@ -1,13 +1,15 @@
 //! Desired status of each kind, computed from the engine's answers. Pure: no API calls.
 //! Lists are capped and sorted so status stays small and stable whatever the estate.
 
-use super::conditions::{self as c, Desired, cond, kstatus};
+use super::conditions::{self as c, ConditionReason as CR, Desired, cond, kstatus};
 use crate::crd::agent::{AgentStatus, BundleStatus, ViolationStatus};
 use crate::crd::grant::{GrantStatus, UnresolvedRef};
 use crate::crd::policy::PolicyStatus;
 use crate::crd::server::{DriftEntry, MCPServerStatus};
 use mcpgov_engine::resolve::Resolution;
-use mcpgov_engine::{AgentEvaluation, Evaluator, Finding, FindingKind, Kind, ObjKey, Reason};
+use mcpgov_engine::{
+    AgentEvaluation, Evaluator, Finding, FindingKind, FindingReason, Kind, ObjKey, Reason,
+};
 use std::collections::BTreeSet;
 
 /// At most this many entries in any list written to status.
@@ -68,14 +70,14 @@ pub fn agent(eval: &AgentEvaluation, bundle: &BundleOutcome) -> (AgentStatus, Ve
         cond(
             c::COMPLIANT,
             true,
-            c::REASON_NO_VIOLATIONS,
+            CR::NoViolations,
             "no deny-policy violations",
         )
     } else {
         cond(
             c::COMPLIANT,
             false,
-            c::REASON_VIOLATIONS_FOUND,
+            CR::ViolationsFound,
             format!(
                 "{} deny-policy violation(s); see status.violationDetails",
                 violations.len()
@@ -86,33 +88,25 @@ pub fn agent(eval: &AgentEvaluation, bundle: &BundleOutcome) -> (AgentStatus, Ve
         BundleOutcome::Disabled => cond(
             c::BUNDLE_PUBLISHED,
             false,
-            c::REASON_DISABLED,
+            CR::Disabled,
             "spec.bundle.enabled is false",
         ),
         BundleOutcome::Published(b) => cond(
             c::BUNDLE_PUBLISHED,
             true,
-            c::REASON_PUBLISHED,
+            CR::Published,
             format!("ConfigMap {} holds bundle {}", b.config_map_name, b.sha256),
         ),
         BundleOutcome::TooLarge(m) => {
-            cond(c::BUNDLE_PUBLISHED, false, c::REASON_TOO_LARGE, m.clone())
+            cond(c::BUNDLE_PUBLISHED, false, CR::BundleTooLarge, m.clone())
         }
-        BundleOutcome::Failed(m) => cond(
-            c::BUNDLE_PUBLISHED,
-            false,
-            c::REASON_PUBLISH_FAILED,
-            m.clone(),
-        ),
-        BundleOutcome::Conflict(m) => cond(
-            c::BUNDLE_PUBLISHED,
-            false,
-            c::REASON_CONFIGMAP_CONFLICT,
-            m.clone(),
-        ),
+        BundleOutcome::Failed(m) => cond(c::BUNDLE_PUBLISHED, false, CR::PublishFailed, m.clone()),
+        BundleOutcome::Conflict(m) => {
+            cond(c::BUNDLE_PUBLISHED, false, CR::ConfigMapConflict, m.clone())
+        }
     };
     let mut conds = vec![
-        cond(c::READY, true, c::REASON_RECONCILED, "governance evaluated"),
+        cond(c::READY, true, CR::Reconciled, "governance evaluated"),
         compliant,
         published,
     ];
@@ -129,13 +123,21 @@ pub fn grant(
 ) -> (GrantStatus, Vec<Desired>) {
     let refs = ev.refs_of_grant(key);
     let mut tools = BTreeSet::new();
-    let mut unresolved = Vec::new();
+    // Each with its reason typed: the first gives the condition's.
+    let mut unresolved: Vec<(FindingReason, UnresolvedRef)> = Vec::new();
     for r in &refs {
-        match &r.resolution {
-            Resolution::Resolved { tools: t } => tools.extend(t.iter().cloned()),
-            other => unresolved.push(UnresolvedRef {
+        let Some(reason) = r.resolution.finding_reason() else {
+            if let Resolution::Resolved { tools: t } = &r.resolution {
+                tools.extend(t.iter().cloned());
+            }
+            continue;
+        };
+        let other = &r.resolution;
+        unresolved.push((
+            reason,
+            UnresolvedRef {
                 reference: r.selector.clone(),
-                reason: other.reason().to_string(),
+                reason: reason.to_string(),
                 message: match other {
                     Resolution::Drifted { tool } => {
                         format!("{tool} is not exposed by any server now")
@@ -152,23 +154,26 @@ pub fn grant(
                     }
                     _ => "matches no tool this namespace can see".to_string(),
                 },
-            }),
-        }
+            },
+        ));
     }
     let invalid: Vec<Finding> = ev.engine().compile_findings_of(Kind::Grant, key);
     let findings = ev.grant_findings(key);
     for f in &findings {
-        unresolved.push(UnresolvedRef {
-            reference: f.policy.clone().or(f.agent.clone()).unwrap_or_default(),
-            reason: f.reason.clone(),
-            message: f.message.clone(),
-        });
+        unresolved.push((
+            f.reason,
+            UnresolvedRef {
+                reference: f.policy.clone().or(f.agent.clone()).unwrap_or_default(),
+                reason: f.reason.to_string(),
+                message: f.message.clone(),
+            },
+        ));
     }
-    let resolved = if let Some(first) = unresolved.first() {
+    let resolved = if let Some((reason, first)) = unresolved.first() {
         cond(
             c::RESOLVED,
             false,
-            &first.reason,
+            *reason,
             format!(
                 "{} reference(s) unresolved; first: {} ({})",
                 unresolved.len(),
@@ -180,10 +185,11 @@ pub fn grant(
         cond(
             c::RESOLVED,
             true,
-            c::REASON_ALL_RESOLVED,
+            CR::AllResolved,
             format!("{} tool(s)", tools.len()),
         )
     };
+    let mut unresolved: Vec<UnresolvedRef> = unresolved.into_iter().map(|(_, u)| u).collect();
     unresolved.sort_by(|a, b| (&a.reason, &a.reference).cmp(&(&b.reason, &b.reference)));
     unresolved.truncate(LIST_CAP);
     let stalled = invalid.first().map(|f| f.message.clone());
@@ -191,7 +197,7 @@ pub fn grant(
         cond(
             c::READY,
             true,
-            c::REASON_RECONCILED,
+            CR::Reconciled,
             "references resolved against the index",
         ),
         resolved,
@@ -224,22 +230,19 @@ pub fn policy(
         .collect();
     let invalid = problems.iter().find(|f| f.kind == FindingKind::Invalid);
     let active = match problems.first() {
-        Some(f) => cond(c::ACTIVE, invalid.is_none(), &f.reason, f.message.clone()),
-        None if reached_by.is_empty() => cond(
-            c::ACTIVE,
-            true,
-            c::REASON_ORPHAN,
-            "no agent reaches this Policy",
-        ),
+        Some(f) => cond(c::ACTIVE, invalid.is_none(), f.reason, f.message.clone()),
+        None if reached_by.is_empty() => {
+            cond(c::ACTIVE, true, CR::Orphan, "no agent reaches this Policy")
+        }
         None => cond(
             c::ACTIVE,
             true,
-            c::REASON_GOVERNING,
+            CR::Governing,
             format!("reached by {} agent(s)", reached_by.len()),
         ),
     };
     let mut conds = vec![
-        cond(c::READY, true, c::REASON_RECONCILED, "bindings compiled"),
+        cond(c::READY, true, CR::Reconciled, "bindings compiled"),
         active,
     ];
     conds.extend(kstatus(invalid.map(|f| f.message.as_str())));
@@ -266,7 +269,7 @@ pub fn server(ev: &Evaluator, key: &ObjKey, crawled: bool) -> (MCPServerStatus, 
         .into_iter()
         .map(|f| DriftEntry {
             tool: f.tool.unwrap_or_default(),
-            reason: f.reason,
+            reason: f.reason.to_string(),
             message: f.message,
         })
         .collect();
@@ -274,12 +277,12 @@ pub fn server(ev: &Evaluator, key: &ObjKey, crawled: bool) -> (MCPServerStatus, 
     drift.truncate(LIST_CAP);
     let invalid: Vec<Finding> = ev.engine().compile_findings_of(Kind::MCPServer, key);
     let ready = if crawled {
-        cond(c::READY, true, c::REASON_RECONCILED, "catalog indexed")
+        cond(c::READY, true, CR::Reconciled, "catalog indexed")
     } else {
         cond(
             c::READY,
             false,
-            c::REASON_NOT_CRAWLED,
+            CR::NotCrawled,
             "no catalog yet: its tools are unresolved, never allowed",
         )
     };

@@ -431,7 +431,7 @@ impl Writer {
         if self.leading().is_err() {
             return;
         }
-        let reason = e.notice.reason.clone();
+        let reason = e.notice.reason.as_str();
         if self.events.try_send((e.notice, e.regarding)).is_err() {
             tracing::warn!(reason, "event queue full, event dropped");
         }

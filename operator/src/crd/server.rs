@@ -390,6 +390,59 @@ pub struct ContractsStatus {
     pub approved: Vec<SeenContract>,
 }
 
+/// Why a tool is pending approval. The names are an interface (status, the
+/// `mcpgov_contracts_pending` metric's `reason`, `mcpgov approve`): never rename one.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    JsonSchema,
+)]
+pub enum PendingReason {
+    // Another contract was approved.
+    ContractChanged,
+    // None was; the default, as the stricter reading.
+    #[default]
+    ContractUnapproved,
+}
+
+impl PendingReason {
+    pub const ALL: [PendingReason; 2] = [
+        PendingReason::ContractChanged,
+        PendingReason::ContractUnapproved,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PendingReason::ContractChanged => "ContractChanged",
+            PendingReason::ContractUnapproved => "ContractUnapproved",
+        }
+    }
+}
+
+impl std::fmt::Display for PendingReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<mcpgov_engine::ContractState> for PendingReason {
+    fn from(state: mcpgov_engine::ContractState) -> Self {
+        match state {
+            mcpgov_engine::ContractState::Changed => PendingReason::ContractChanged,
+            mcpgov_engine::ContractState::Unapproved => PendingReason::ContractUnapproved,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 /// A crawled tool whose contract is not the approved one.
@@ -398,7 +451,7 @@ pub struct PendingContract {
     pub tool: String,
     /// `ContractChanged` (another contract was approved) or `ContractUnapproved`
     /// (none was).
-    pub reason: String,
+    pub reason: PendingReason,
     /// The approved digest, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_digest: Option<String>,
@@ -498,5 +551,46 @@ impl From<&MCPServerStatus> for engine::Catalog {
             tools: st.tools.iter().map(Into::into).collect(),
             resources: st.resources.iter().map(Into::into).collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod pending_reason_tests {
+    use super::PendingReason;
+    use mcpgov_engine::ContractState;
+
+    #[test]
+    fn pending_reasons_write_their_old_strings_and_read_back() {
+        let old = ["ContractChanged", "ContractUnapproved"];
+        for (r, old) in PendingReason::ALL.into_iter().zip(old) {
+            assert_eq!(r.as_str(), old);
+            assert_eq!(r.to_string(), old);
+            assert_eq!(serde_json::to_value(r).unwrap(), serde_json::json!(old));
+            assert_eq!(
+                serde_json::from_value::<PendingReason>(serde_json::json!(old)).unwrap(),
+                r
+            );
+        }
+        assert!(serde_json::from_str::<PendingReason>("\"Changed\"").is_err());
+        assert_eq!(
+            PendingReason::from(ContractState::Changed),
+            PendingReason::ContractChanged
+        );
+        assert_eq!(
+            PendingReason::from(ContractState::Unapproved),
+            PendingReason::ContractUnapproved
+        );
+    }
+
+    #[test]
+    fn the_schema_lists_exactly_the_reasons() {
+        let schema = serde_json::to_value(schemars::schema_for!(PendingReason)).unwrap();
+        let names: Vec<&str> = schema["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(names, PendingReason::ALL.map(PendingReason::as_str));
     }
 }

@@ -20,7 +20,7 @@ pub use rules::{Outcome, Rule, Severity, category, rule_for};
 
 use crate::crd::common::API_VERSION;
 use crate::names;
-use mcpgov_engine::Finding;
+use mcpgov_engine::{Finding, ObjectRef};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -82,14 +82,14 @@ pub fn build(findings: &[Finding], options: &Options) -> Reports {
     let mut by_namespace: BTreeMap<&str, Vec<Placed>> = BTreeMap::new();
     let mut unplaced = 0;
     for f in findings {
-        match ObjRef::parse(&f.object) {
+        match ObjRef::of(&f.object) {
             Some(object) => by_namespace
                 .entry(object.namespace)
                 .or_default()
                 .push(Placed {
                     finding: f,
                     object,
-                    rule: rule_for(f.kind, &f.reason),
+                    rule: rule_for(f.kind, f.reason),
                 }),
             None => unplaced += 1,
         }
@@ -104,7 +104,7 @@ pub fn build(findings: &[Finding], options: &Options) -> Reports {
 /// The namespace a finding's report is in: its object's (the Agent, Grant, Policy or
 /// MCPServer it is about).
 pub fn namespace_of(f: &Finding) -> Option<&str> {
-    ObjRef::parse(&f.object).map(|o| o.namespace)
+    ObjRef::of(&f.object).map(|o| o.namespace)
 }
 
 /// A finding with what the report needs to know about it before it is written out.
@@ -138,7 +138,7 @@ impl Placed<'_> {
     }
 }
 
-/// `Kind namespace/name`, the engine's spelling of an object, read back.
+/// An object a result names, borrowed: the finding's own, or its agent or Grant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ObjRef<'a> {
     kind: &'a str,
@@ -147,12 +147,14 @@ struct ObjRef<'a> {
 }
 
 impl<'a> ObjRef<'a> {
-    fn parse(s: &'a str) -> Option<Self> {
-        let (kind, key) = s.split_once(' ')?;
-        if !matches!(kind, "MCPServer" | "Policy" | "Agent" | "Grant") {
-            return None;
-        }
-        Self::key(kind, key)
+    /// The finding's object; none with an empty namespace or name (no report to put
+    /// it in, and not a name the API server would take).
+    fn of(o: &'a ObjectRef) -> Option<Self> {
+        (!o.key.namespace.is_empty() && !o.key.name.is_empty()).then_some(ObjRef {
+            kind: o.kind.as_str(),
+            namespace: &o.key.namespace,
+            name: &o.key.name,
+        })
     }
 
     /// `namespace/name` of a known kind.
@@ -281,7 +283,7 @@ fn result(p: &Placed, options: &Options, cut: &mut Cutter) -> ReportResult {
     also("Agent", &f.agent, cut);
     also("Grant", &f.exception_grant, cut);
     let mut properties = BTreeMap::new();
-    properties.insert("reason".to_string(), cut.text(&f.reason));
+    properties.insert("reason".to_string(), cut.text(f.reason.as_str()));
     for (key, value) in [
         ("agent", &f.agent),
         ("tool", &f.tool),

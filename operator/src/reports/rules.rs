@@ -2,7 +2,7 @@
 //! part of the output contract (Policy Reporter filters and alerts on them): never
 //! rename one. The table is docs/policy-reports.md's; change both together.
 
-use mcpgov_engine::FindingKind;
+use mcpgov_engine::{FindingKind, FindingReason};
 use serde::{Deserialize, Serialize};
 
 /// A result's outcome, in the reports' vocabulary.
@@ -49,34 +49,34 @@ const fn rule(name: &'static str, outcome: Outcome, severity: Severity) -> Rule 
     }
 }
 
-/// The rule of a finding, by its kind and reason. A reason this table does not know
-/// (one added to the engine later) takes its kind's rule; the reason itself is always
-/// in the result's properties.
-pub fn rule_for(kind: FindingKind, reason: &str) -> Rule {
+/// The rule of a finding, by its kind and reason. A reason without a row of its own
+/// takes its kind's rule; the reason itself is always in the result's properties.
+pub fn rule_for(kind: FindingKind, reason: FindingReason) -> Rule {
+    use FindingReason as R;
     use Outcome::*;
     use Severity::*;
     match (kind, reason) {
         // The engine fails closed when a comparison ran over its budget: the reach is
         // reported as a violation, under its own rule so it can be told apart.
-        (FindingKind::Violation, "PatternBudgetExceeded") => {
+        (FindingKind::Violation, R::PatternBudgetExceeded) => {
             rule("deny-violation-undecided", Fail, High)
         }
         (FindingKind::Violation, _) => rule("deny-violation", Fail, High),
         (FindingKind::Exception, _) => rule("expected-exception", Skip, Info),
         (FindingKind::Drift, _) => rule("drift", Warn, Medium),
-        (FindingKind::Unresolved, "ExceptionUnused") => rule("unused-exception", Warn, Low),
+        (FindingKind::Unresolved, R::ExceptionUnused) => rule("unused-exception", Warn, Low),
         // The reach it meant to excuse stays a violation, reported as such.
-        (FindingKind::Unresolved, "ExceptionNotAllowed") => {
+        (FindingKind::Unresolved, R::ExceptionNotAllowed) => {
             rule("disallowed-exception", Warn, Medium)
         }
-        (FindingKind::Unresolved, "ExceptionExpired") => rule("expired-exception", Warn, Medium),
-        (FindingKind::Unresolved, "PatternBudgetExceeded") => {
+        (FindingKind::Unresolved, R::ExceptionExpired) => rule("expired-exception", Warn, Medium),
+        (FindingKind::Unresolved, R::PatternBudgetExceeded) => {
             rule("undecided-exception", Warn, Medium)
         }
-        (FindingKind::Unresolved, "PolicyNotFound") => rule("unresolved-policy", Warn, Medium),
-        (FindingKind::Unresolved, "AgentNotFound") => rule("unresolved-agent", Warn, Medium),
-        (FindingKind::Unresolved, "Ambiguous") => rule("ambiguous-key", Warn, Medium),
-        (FindingKind::Unresolved, "CrossNamespaceDenied") => {
+        (FindingKind::Unresolved, R::PolicyNotFound) => rule("unresolved-policy", Warn, Medium),
+        (FindingKind::Unresolved, R::AgentNotFound) => rule("unresolved-agent", Warn, Medium),
+        (FindingKind::Unresolved, R::Ambiguous) => rule("ambiguous-key", Warn, Medium),
+        (FindingKind::Unresolved, R::CrossNamespaceDenied) => {
             rule("cross-namespace-key", Warn, Medium)
         }
         (FindingKind::Unresolved, _) => rule("unresolved-key", Warn, Medium),
@@ -222,7 +222,7 @@ mod tests {
     fn every_known_reason_maps_to_its_documented_rule() {
         for &(kind, reason, name, outcome, severity) in KNOWN {
             assert_eq!(
-                rule_for(kind, reason),
+                rule_for(kind, reason.parse().unwrap()),
                 rule(name, outcome, severity),
                 "{kind:?} {reason}"
             );
@@ -253,13 +253,25 @@ mod tests {
             .to_string()
     }
 
+    /// The table (and so the docs) covers every reason the engine can give.
     #[test]
-    fn unknown_reasons_take_their_kinds_rule() {
-        assert_eq!(rule_for(Violation, "Future").name, "deny-violation");
-        assert_eq!(rule_for(Exception, "Future").outcome, Outcome::Skip);
-        assert_eq!(rule_for(Drift, "Future").name, "drift");
-        assert_eq!(rule_for(Unresolved, "Future").name, "unresolved-key");
-        assert_eq!(rule_for(Invalid, "Future").outcome, Outcome::Error);
+    fn every_reason_is_in_the_table() {
+        for r in FindingReason::ALL {
+            assert!(
+                KNOWN.iter().any(|k| k.1 == r.as_str()),
+                "{r} is not in KNOWN (nor, then, in docs/policy-reports.md)"
+            );
+        }
+    }
+
+    #[test]
+    fn a_reason_under_another_kind_takes_that_kinds_rule() {
+        use FindingReason as R;
+        assert_eq!(rule_for(Violation, R::NotFound).name, "deny-violation");
+        assert_eq!(rule_for(Exception, R::Drifted).outcome, Outcome::Skip);
+        assert_eq!(rule_for(Drift, R::ExceptionUnused).name, "drift");
+        assert_eq!(rule_for(Unresolved, R::InvalidUri).name, "unresolved-key");
+        assert_eq!(rule_for(Invalid, R::Ambiguous).outcome, Outcome::Error);
     }
 
     #[test]

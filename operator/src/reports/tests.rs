@@ -1,11 +1,15 @@
 use super::*;
-use mcpgov_engine::FindingKind;
+use mcpgov_engine::{FindingKind, FindingReason, Kind, ObjKey};
+
+fn object(kind: Kind, key: &str) -> ObjectRef {
+    ObjectRef::parse(&format!("{kind} {key}")).unwrap()
+}
 
 fn violation(agent: &str, tool: &str, policy: &str) -> Finding {
     let mut f = Finding::new(
         FindingKind::Violation,
-        "DenyViolation",
-        format!("Agent {agent}"),
+        FindingReason::DenyViolation,
+        object(Kind::Agent, agent),
         format!("{tool} reaches {policy} through file:///**/.env"),
     )
     .agent(agent)
@@ -25,15 +29,15 @@ fn violation(agent: &str, tool: &str, policy: &str) -> Finding {
 fn exception(agent: &str, tool: &str, policy: &str, grant: &str) -> Finding {
     let mut f = violation(agent, tool, policy);
     f.kind = FindingKind::Exception;
-    f.reason = "AuthorizedButGoverned".into();
+    f.reason = FindingReason::AuthorizedButGoverned;
     f.exception(grant, "rotates secrets")
 }
 
 fn drift(grant: &str, agent: &str, tool: &str) -> Finding {
     Finding::new(
         FindingKind::Drift,
-        "Drifted",
-        format!("Grant {grant}"),
+        FindingReason::Drifted,
+        object(Kind::Grant, grant),
         format!("\"{tool}\" names {tool}, which no server exposes now"),
     )
     .agent(agent)
@@ -43,8 +47,8 @@ fn drift(grant: &str, agent: &str, tool: &str) -> Finding {
 fn unused(grant: &str, agent: &str, policy: &str) -> Finding {
     Finding::new(
         FindingKind::Unresolved,
-        "ExceptionUnused",
-        format!("Grant {grant}"),
+        FindingReason::ExceptionUnused,
+        object(Kind::Grant, grant),
         format!("expected exception to {policy} covers no path of agent {agent}"),
     )
     .agent(agent)
@@ -389,29 +393,20 @@ fn the_byte_budget_stops_a_report_before_the_result_count_does() {
 }
 
 #[test]
-fn objects_that_are_not_ours_are_counted_not_guessed() {
+fn objects_without_a_namespace_or_name_are_counted_not_guessed() {
     let mut findings = vec![violation("a/bot", "a/s::t", "gov/p")];
-    for object in [
-        "",
-        "Agent",
-        "Agent a",
-        "Agent /x",
-        "Agent a/",
-        "Pod a/x",
-        "agent a/x",
-        "Agent\u{1b}[31m a/x",
-    ] {
+    for (namespace, name) in [("", ""), ("", "x"), ("a", "")] {
         let mut f = violation("a/bot", "a/s::t", "gov/p");
-        f.object = object.into();
+        f.object = ObjectRef::new(Kind::Agent, &ObjKey::new(namespace, name));
         findings.push(f);
     }
     let r = build(&findings, &Options::new(Api::PolicyReport));
-    assert_eq!(r.unplaced, 8);
+    assert_eq!(r.unplaced, 3);
     assert_eq!(r.reports.len(), 1);
     assert_eq!(r.reports[0].results.len(), 1);
     // A name with a slash keeps it: the namespace is up to the first one.
     let mut f = violation("a/bot", "a/s::t", "gov/p");
-    f.object = "Agent a/b/c".into();
+    f.object = object(Kind::Agent, "a/b/c");
     assert_eq!(namespace_of(&f), Some("a"));
     let r = build(&[f], &Options::new(Api::PolicyReport));
     assert_eq!(r.reports[0].results[0].resources[0].name, "b/c");

@@ -173,7 +173,7 @@ pub fn status_for(outcome: &Outcome, current: &MCPServerStatus, generation: Opti
             cond(
                 c::CRAWLED,
                 true,
-                "CrawlSucceeded",
+                c::ConditionReason::CrawlSucceeded,
                 format!(
                     "{} tool(s), protocol {}, {} ms",
                     cat.tools.len(),
@@ -197,7 +197,7 @@ pub fn status_for(outcome: &Outcome, current: &MCPServerStatus, generation: Opti
                 cond(
                     c::CRAWLED,
                     false,
-                    f.reason,
+                    c::Reason::Crawl(f.reason),
                     format!("{}{kept}", untrusted::line(&f.message, MAX_MESSAGE)),
                 ),
             )
