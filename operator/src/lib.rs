@@ -3,6 +3,7 @@
 //! The pure engine lives in the `mcpgov-engine` crate; this crate holds the custom
 //! resource types, manifest loading and validation, and the command line.
 
+pub mod admission;
 pub mod catalog;
 pub mod cli;
 pub mod controller;

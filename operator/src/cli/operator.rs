@@ -40,6 +40,67 @@ pub struct OperatorArgs {
     /// Seconds a lease lasts without renewal: the takeover time after a crash.
     #[arg(long, default_value_t = 15, env = "MCPGOV_LEASE_DURATION_SECONDS")]
     lease_duration_seconds: u64,
+    #[command(flatten)]
+    admission: AdmissionArgs,
+}
+
+/// The validating admission webhook (docs/admission.md); off unless a listen address
+/// is given. Every replica serves it.
+#[derive(Args, Clone, Debug)]
+pub struct AdmissionArgs {
+    /// Serve the admission webhook over TLS here (e.g. 0.0.0.0:9443).
+    #[arg(long, env = "MCPGOV_ADMISSION_LISTEN")]
+    admission_listen: Option<SocketAddr>,
+    /// The Secret holding the self-managed CA and serving certificate (made when missing).
+    #[arg(
+        long,
+        default_value = "mcpgov-admission-tls",
+        env = "MCPGOV_ADMISSION_SECRET"
+    )]
+    admission_secret: String,
+    /// Namespace of that Secret (default: POD_NAMESPACE, else "default").
+    #[arg(long, env = "MCPGOV_ADMISSION_NAMESPACE")]
+    admission_namespace: Option<String>,
+    /// Names the serving certificate is for: the Service's DNS names, or the IP address
+    /// of a `url:` webhook (comma-separated).
+    #[arg(long, value_delimiter = ',', env = "MCPGOV_ADMISSION_HOSTS")]
+    admission_hosts: Vec<String>,
+    /// The ValidatingWebhookConfiguration whose caBundle each replica keeps equal to the
+    /// CA; unset: the caBundle is left to someone else.
+    #[arg(long, env = "MCPGOV_ADMISSION_WEBHOOK_CONFIG")]
+    admission_webhook_config: Option<String>,
+}
+
+impl AdmissionArgs {
+    fn config(&self) -> Result<Option<crate::admission::Config>, Failure> {
+        let Some(listen) = self.admission_listen else {
+            return Ok(None);
+        };
+        let hosts: Vec<String> = self
+            .admission_hosts
+            .iter()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .collect();
+        if hosts.is_empty() {
+            return Err(Failure::Input(
+                "--admission-listen needs --admission-hosts: the names the API server dials".into(),
+            ));
+        }
+        Ok(Some(crate::admission::Config {
+            listen,
+            cert: crate::admission::cert::CertConfig {
+                namespace: self
+                    .admission_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .unwrap_or_else(|| "default".into()),
+                secret: self.admission_secret.clone(),
+                hosts,
+                webhook_config: self.admission_webhook_config.clone(),
+            },
+        }))
+    }
 }
 
 /// Where the crawler may connect (checked after DNS resolution, on every connect).
@@ -137,7 +198,9 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
         governance_namespace = %a.governance_namespace,
         "starting mcpgov operator"
     );
+    let admission = a.admission.config()?;
     let config = crate::controller::Config {
+        admission,
         namespace: a.namespace,
         governance_namespace: a.governance_namespace,
         listen: a.listen,

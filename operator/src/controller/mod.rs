@@ -39,6 +39,8 @@ pub struct Config {
     pub net: crate::crawler::NetPolicy,
     /// Leader election; `None` runs a single writer without a Lease.
     pub election: Option<leader::Election>,
+    /// The admission webhook, served by every replica; `None`: off.
+    pub admission: Option<crate::admission::Config>,
 }
 
 /// Run until the process is stopped. Errors here are fatal start-up errors.
@@ -51,6 +53,13 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listen = config.listen;
     let (http_ready, http_metrics) = (ready.clone(), metrics.clone());
     let server = tokio::spawn(async move { http::serve(listen, http_ready, http_metrics).await });
+    let admission = match config.admission.clone() {
+        Some(a) => {
+            let (c, g) = (client.clone(), config.governance_namespace.clone());
+            tokio::spawn(async move { crate::admission::run(c, a, g).await })
+        }
+        None => tokio::spawn(std::future::pending()),
+    };
     let (leadership, lease_task) = match &config.election {
         Some(e) => {
             let (l, t) = leader::elect(client.clone(), e).await?;
@@ -97,6 +106,11 @@ pub async fn run(config: Config) -> Result<(), String> {
             Ok(Ok(())) => Err("HTTP server stopped".into()),
             Ok(Err(e)) => Err(format!("HTTP server on {listen}: {e}")),
             Err(e) => Err(format!("HTTP server task: {e}")),
+        },
+        r = admission => match r {
+            Ok(Ok(())) => Err("admission server stopped".into()),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(format!("admission server task: {e}")),
         },
         _ = tokio::signal::ctrl_c() => {
             tracing::info!("interrupted; stopping");

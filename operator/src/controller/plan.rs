@@ -807,6 +807,7 @@ mod plan_tests {
             crawl_concurrency: 0,
             net: Default::default(),
             election: None,
+            admission: None,
         };
         let (specs, _) = tokio::sync::watch::channel(Default::default());
         let (leadership, _) = crate::controller::leader::Leadership::always();
