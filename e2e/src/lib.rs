@@ -47,7 +47,7 @@ pub async fn namespace(client: &Client, test: &str) -> String {
     name
 }
 
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
