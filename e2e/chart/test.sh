@@ -529,7 +529,7 @@ t_rbac_admission() {
   kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$wns" >/dev/null || return 1
   apply_rbac "$out" || return 1
   sa_kubeconfig adm-mcpgov "$rns" "$kc" || return 1
-  local port cfg="adm-$rns" secret=adm-admission-tls
+  local port cfg="adm-mcpgov-$rns" secret=adm-mcpgov-admission-tls
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   python3 - "$out" "$port" "$wns" > "$WORK/vwc-adm.yaml" <<'PY' || return 1
 import sys, yaml

@@ -79,8 +79,90 @@ const CLEAN: &str = r#"
 apiVersion: mcpgov.io/v1alpha1
 kind: Grant
 metadata: {name: ci-bot-clean}
+spec: {agent: docs-bot, tools: ["git::git_log"]}
+"#;
+
+const ESTATE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: git}
+spec:
+  endpoint: {url: "http://git.example.svc:8080/mcp"}
+  dataAccess:
+    - {tool: git_show, resource: "file:///srv/app/**", mode: Reads}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: secrets-deny}
+spec: {effect: Deny, governs: {resources: [{uri: "file:///srv/app/**"}]}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: ci-bot}
+spec: {}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: release-bot}
+spec: {}
+"#;
+
+const VIOLATING: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-git}
 spec: {agent: ci-bot, tools: ["git::git_show"]}
 "#;
+
+const ENFORCE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: secrets-deny}
+spec: {effect: Deny, admission: Enforce, governs: {resources: [{uri: "file:///srv/app/**"}]}}
+"#;
+
+const RELEASE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: release-bot-git}
+spec:
+  agent: release-bot
+  tools: ["git::git_show"]
+"#;
+
+const RELEASE_EXCUSED: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: release-bot-git}
+spec:
+  agent: release-bot
+  tools: ["git::git_show"]
+  expectedExceptions:
+    - {policy: secrets-deny, reason: "release notes read the tree"}
+"#;
+
+/// Apply until `done` holds on kubectl's output (the mirror follows the watch a few
+/// milliseconds behind); the last output.
+async fn apply_until(
+    ns: &str,
+    yaml: &str,
+    extra: &[&str],
+    done: impl Fn(&Output) -> bool,
+) -> Output {
+    let start = Instant::now();
+    loop {
+        let out = kubectl_apply(ns, yaml, extra);
+        if done(&out) {
+            return out;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "kubectl apply never did it: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_apply_meets_the_webhook_over_tls_and_passes_when_it_is_down() {
@@ -154,6 +236,49 @@ async fn kubectl_apply_meets_the_webhook_over_tls_and_passes_when_it_is_down() {
     assert!(
         out.status.success(),
         "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Warn: a Grant that creates a violation is admitted, and kubectl prints why.
+    apply(&client, &ns, ESTATE).await.unwrap();
+    let out = apply_until(&ns, VIOLATING, &["--dry-run=server"], |o| {
+        String::from_utf8_lossy(&o.stderr).contains("Warning: mcpgov:")
+    })
+    .await;
+    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl apply (violating Grant): {warned}");
+    assert!(out.status.success(), "{warned}");
+    assert!(
+        warned.contains(&format!(
+            "Warning: mcpgov: Grant {ns}/ci-bot-git makes {ns}/ci-bot violate {ns}/secrets-deny through"
+        )) && warned.contains("git_show"),
+        "{warned}"
+    );
+    let out = kubectl_apply(&ns, VIOLATING, &[]);
+    assert!(out.status.success());
+
+    // Enforce: the Policy opts in; a new violation of it is refused, with the path.
+    let out = kubectl_apply(&ns, ENFORCE, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = apply_until(&ns, RELEASE, &[], |o| !o.status.success()).await;
+    let refused = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl apply (Grant under an Enforce Policy): {refused}");
+    assert!(refused.contains("denied the request"), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "makes {ns}/release-bot violate {ns}/secrets-deny (admission: Enforce) through"
+        )) && refused.contains("git_show"),
+        "{refused}"
+    );
+    // The same Grant with the exception the Policy allows (its own namespace) passes.
+    let out = kubectl_apply(&ns, RELEASE_EXCUSED, &[]);
+    assert!(
+        out.status.success(),
+        "accepted once excused: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 

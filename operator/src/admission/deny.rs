@@ -14,19 +14,19 @@ use std::path::Path;
 /// Problems shown in one denial; the rest are counted.
 pub const SHOWN: usize = 10;
 
-/// Every problem of `object` (empty: nothing to deny). `namespace` is the request's,
-/// for an object that names none.
+/// Every problem of `object` (empty: nothing to deny), and the object as the engine
+/// reads it. `namespace` is the request's, for an object that names none.
 pub fn problems(
     object: &Value,
     namespace: &str,
     governance_namespace: &str,
     now: jiff::Timestamp,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<mcpgov_engine::Object>) {
     let text = object.to_string();
     let load = match manifest::load_str(&text, Path::new("admission")) {
         Ok(l) => l,
         Err(errors) => {
-            return errors
+            let problems = errors
                 .0
                 .iter()
                 .map(|e| match &e.object {
@@ -34,12 +34,15 @@ pub fn problems(
                     None => text::escape(&e.message).into_owned(),
                 })
                 .collect();
+            return (problems, Vec::new());
         }
     };
     let mut out = Vec::new();
+    let mut objects = Vec::new();
     for loaded in &load.objects {
         let object = loaded.resource.to_engine(namespace);
         let (kind, key) = (object.kind(), object.key().clone());
+        objects.push(object.clone());
         let engine = Engine::from_snapshot(
             EngineConfig {
                 governance_namespace: governance_namespace.to_string(),
@@ -51,7 +54,7 @@ pub fn problems(
         }
         out.extend(own_checks(&loaded.resource, kind, &key, now));
     }
-    out
+    (out, objects)
 }
 
 fn own_checks(r: &Resource, kind: Kind, key: &ObjKey, now: jiff::Timestamp) -> Vec<String> {
@@ -97,7 +100,7 @@ pub fn message(problems: &[String]) -> String {
         if i > 0 {
             m.push_str("; ");
         }
-        m.push_str(&text::truncate(p, 400));
+        m.push_str(&text::truncate(p, 600));
     }
     if problems.len() > SHOWN {
         m.push_str(&format!("; … and {} more", problems.len() - SHOWN));

@@ -4,7 +4,9 @@
 //! outage of mcpgov never blocks the cluster.
 
 pub mod cert;
+pub mod consequences;
 pub mod deny;
+pub mod mirror;
 pub mod review;
 pub mod tls;
 
@@ -35,9 +37,17 @@ pub struct Config {
     pub cert: cert::CertConfig,
 }
 
+/// The longest a review waits for the mirror and its consequences before answering
+/// without them (the chart's timeoutSeconds is 3).
+const CONSEQUENCE_BUDGET: Duration = Duration::from_millis(1000);
+/// Reviews computing consequences at once; others wait within the budget.
+const CONCURRENT_WHAT_IFS: usize = 2;
+
 #[derive(Clone)]
 struct Ctx {
     governance_namespace: Arc<str>,
+    mirror: Option<mirror::Mirror>,
+    what_ifs: Arc<tokio::sync::Semaphore>,
 }
 
 /// Provision the certificate, then serve until the process stops.
@@ -45,6 +55,7 @@ pub async fn run(
     client: kube::Client,
     config: Config,
     governance_namespace: String,
+    mirror: Option<mirror::Mirror>,
 ) -> Result<(), String> {
     let material = cert::provision(&client, &config.cert).await?;
     let current: tls::Current = Arc::new(RwLock::new(tls::server_config(
@@ -63,6 +74,8 @@ pub async fn run(
     tracing::info!(addr = %config.listen, path = PATH, "serving the admission webhook");
     let ctx = Ctx {
         governance_namespace: governance_namespace.into(),
+        mirror,
+        what_ifs: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_WHAT_IFS)),
     };
     axum::serve(listener, router(ctx))
         .await
@@ -115,19 +128,76 @@ fn router(ctx: Ctx) -> Router {
 }
 
 async fn validate(State(ctx): State<Ctx>, body: Bytes) -> Response {
-    match review(&ctx, &body, jiff::Timestamp::now()) {
-        Ok(out) => (
-            [(header::CONTENT_TYPE, "application/json")],
-            serde_json::to_vec(&out).expect("a review serialises"),
-        )
-            .into_response(),
+    let now = jiff::Timestamp::now();
+    match review(&ctx, &body, now) {
+        Ok((mut out, candidate)) => {
+            if let Some((object, namespace)) = candidate {
+                consider(&ctx, &mut out.response, object, namespace, now).await;
+            }
+            (
+                [(header::CONTENT_TYPE, "application/json")],
+                serde_json::to_vec(&out).expect("a review serialises"),
+            )
+                .into_response()
+        }
         Err(why) => (StatusCode::BAD_REQUEST, why).into_response(),
     }
 }
 
+/// Add the consequences of an admitted object: warnings, or a refusal for a new
+/// violation of a Policy with `admission: Enforce`. Fails open with a warning when the
+/// mirror is not ready or the budget runs out.
+async fn consider(
+    ctx: &Ctx,
+    response: &mut review::Response,
+    object: mcpgov_engine::Object,
+    namespace: String,
+    now: jiff::Timestamp,
+) {
+    let Some(m) = ctx.mirror.clone() else {
+        return;
+    };
+    if !m.is_ready() {
+        response.warnings.push(
+            "mcpgov: the operator is still reading the cluster; consequences not computed".into(),
+        );
+        return;
+    }
+    let work = async {
+        let permit = ctx.what_ifs.clone().acquire_owned().await.ok()?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let mut s = m.state.lock().unwrap_or_else(|e| e.into_inner());
+            consequences::compute(&mut s, object, &namespace, now)
+        })
+        .await
+        .ok()
+    };
+    match tokio::time::timeout(CONSEQUENCE_BUDGET, work).await {
+        Ok(Some(c)) => {
+            response.warnings.extend(c.warnings);
+            if !c.refusals.is_empty() {
+                response.allowed = false;
+                response.status = Some(review::Status {
+                    code: 403,
+                    reason: "Forbidden",
+                    message: deny::message(&c.refusals),
+                });
+            }
+        }
+        _ => response.warnings.push(format!(
+            "mcpgov: consequences not computed within {} ms; admitted unchecked",
+            CONSEQUENCE_BUDGET.as_millis()
+        )),
+    }
+}
+
+/// An object admitted by Deny, whose consequences are still to be weighed.
+type Candidate = Option<(mcpgov_engine::Object, String)>;
+
 /// One review; `Err` when the body is no AdmissionReview v1 request (answered 400, and
 /// the API server applies the failure policy).
-fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<ReviewOut, String> {
+fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<(ReviewOut, Candidate), String> {
     let input: ReviewIn =
         serde_json::from_slice(body).map_err(|e| format!("not an AdmissionReview: {e}"))?;
     if input.api_version != review::API_VERSION || input.kind != review::KIND {
@@ -143,27 +213,29 @@ fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<ReviewOut, Str
     if !ours {
         // A configuration that routes other kinds here is a mistake: say it, never block.
         let what = crate::text::quote(&format!("{}/{} {}", gvk.group, gvk.version, gvk.kind), 120);
-        return Ok(review::Response::allow(
-            uid,
-            vec![format!(
-                "mcpgov admission: {what} is not an mcpgov.io kind; not reviewed"
-            )],
-        )
-        .into_review());
+        let warning = format!("mcpgov admission: {what} is not an mcpgov.io kind; not reviewed");
+        return Ok((
+            review::Response::allow(uid, vec![warning]).into_review(),
+            None,
+        ));
     }
     let object = match (req.operation.as_str(), req.object) {
         ("CREATE" | "UPDATE", Some(o)) => o,
         // DELETE and CONNECT carry no new object: nothing of the object to deny.
-        _ => return Ok(review::Response::allow(uid, Vec::new()).into_review()),
+        _ => return Ok((review::Response::allow(uid, Vec::new()).into_review(), None)),
     };
     let namespace = req.namespace.as_deref().unwrap_or("default");
-    let problems = deny::problems(&object, namespace, &ctx.governance_namespace, now);
-    let response = if problems.is_empty() {
-        review::Response::allow(uid, Vec::new())
-    } else {
-        review::Response::deny(uid, deny::message(&problems), Vec::new())
-    };
-    Ok(response.into_review())
+    let (problems, mut objects) =
+        deny::problems(&object, namespace, &ctx.governance_namespace, now);
+    if !problems.is_empty() {
+        let response = review::Response::deny(uid, deny::message(&problems), Vec::new());
+        return Ok((response.into_review(), None));
+    }
+    let candidate = (objects.len() == 1).then(|| (objects.remove(0), namespace.to_string()));
+    Ok((
+        review::Response::allow(uid, Vec::new()).into_review(),
+        candidate,
+    ))
 }
 
 #[cfg(test)]

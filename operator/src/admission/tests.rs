@@ -4,6 +4,8 @@ use serde_json::{Value, json};
 fn ctx() -> Ctx {
     Ctx {
         governance_namespace: "mcpgov-system".into(),
+        mirror: None,
+        what_ifs: Arc::new(tokio::sync::Semaphore::new(1)),
     }
 }
 
@@ -43,7 +45,7 @@ fn grant(extra: Value) -> Value {
 }
 
 fn answer(body: &[u8]) -> Value {
-    serde_json::to_value(review(&ctx(), body, now()).unwrap()).unwrap()
+    serde_json::to_value(review(&ctx(), body, now()).unwrap().0).unwrap()
 }
 
 #[test]
@@ -192,7 +194,7 @@ fn many_problems_make_one_bounded_message() {
         .map(|i| format!("p{i} {}", "x".repeat(1000)))
         .collect();
     let m = deny::message(&problems);
-    assert!(m.len() < deny::SHOWN * 420 + 100, "{}", m.len());
+    assert!(m.len() < deny::SHOWN * 620 + 100, "{}", m.len());
     assert!(m.ends_with("… and 40 more"), "{m}");
 }
 
@@ -205,4 +207,129 @@ fn a_generated_certificate_serves_tls_under_its_ca() {
     // A key that does not belong to the certificate is refused.
     let other = cert::generate(&["127.0.0.1".into()], now()).unwrap();
     assert!(tls::server_config(&m.cert_pem, &other.key_pem).is_err());
+}
+
+mod consequences_on_a_mirror {
+    use super::super::consequences::compute;
+    use super::super::mirror::{Change, State, apply};
+    use mcpgov_engine::{Engine, Object};
+
+    const ESTATE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: git, namespace: ci}
+spec:
+  endpoint: {url: "http://git.ci.svc:8080/mcp"}
+  dataAccess:
+    - {tool: git_show, resource: "file:///srv/app/**", mode: Reads}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: secrets-deny, namespace: ci}
+spec:
+  effect: Deny
+  governs: {resources: [{uri: "file:///srv/app/**"}]}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: ci-bot, namespace: ci}
+spec: {}
+"#;
+
+    const GRANT: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-git, namespace: ci}
+spec: {agent: ci-bot, tools: ["git::git_show"]}
+"#;
+
+    fn objects(yaml: &str) -> Vec<Object> {
+        crate::manifest::load_str(yaml, std::path::Path::new("t"))
+            .unwrap()
+            .objects
+            .iter()
+            .map(|l| l.resource.to_engine("ci"))
+            .collect()
+    }
+
+    fn state(enforce: bool) -> State {
+        let mut s = State {
+            engine: Engine::new(Default::default()),
+            enforced: Default::default(),
+        };
+        for o in objects(ESTATE) {
+            apply(&mut s, Change::Apply(Box::new(o)));
+        }
+        if enforce {
+            let key = mcpgov_engine::ObjKey::new("ci", "secrets-deny");
+            apply(&mut s, Change::Enforce(key, true));
+        }
+        s
+    }
+
+    fn now() -> jiff::Timestamp {
+        "2026-06-01T00:00:00Z".parse().unwrap()
+    }
+
+    fn findings(s: &State) -> String {
+        serde_json::to_string(&s.engine.evaluator(now()).check()).unwrap()
+    }
+
+    #[test]
+    fn a_grant_that_creates_a_violation_is_warned_about_and_the_mirror_is_put_back() {
+        let mut s = state(false);
+        let before = findings(&s);
+        let c = compute(&mut s, objects(GRANT).remove(0), "ci", now());
+        assert!(c.refusals.is_empty(), "{c:?}");
+        assert_eq!(c.warnings.len(), 1, "{c:?}");
+        let w = &c.warnings[0];
+        assert!(
+            w.contains("Grant ci/ci-bot-git makes ci/ci-bot violate ci/secrets-deny through"),
+            "{w}"
+        );
+        assert!(w.contains("git_show"), "{w}");
+        assert_eq!(findings(&s), before, "the mirror is as it was");
+        assert!(
+            s.engine
+                .grant(&mcpgov_engine::ObjKey::new("ci", "ci-bot-git"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn from_another_namespace_the_violation_is_counted_not_named() {
+        let mut s = state(false);
+        let c = compute(&mut s, objects(GRANT).remove(0), "other", now());
+        assert_eq!(c.warnings.len(), 1, "{c:?}");
+        // The object itself is the requester's; the agent and Policy it reaches are not.
+        assert!(!c.warnings[0].contains("ci-bot violate"), "{c:?}");
+        assert!(!c.warnings[0].contains("secrets-deny"), "{c:?}");
+        assert!(c.warnings[0].contains("1 more violation"), "{c:?}");
+    }
+
+    #[test]
+    fn an_enforce_policy_refuses_until_an_exception_is_declared() {
+        let mut s = state(true);
+        let c = compute(&mut s, objects(GRANT).remove(0), "ci", now());
+        assert_eq!(c.refusals.len(), 1, "{c:?}");
+        assert!(c.refusals[0].contains("(admission: Enforce)"), "{c:?}");
+        assert!(c.refusals[0].contains("git_show"), "{c:?}");
+        let excused = format!(
+            "{GRANT}  expectedExceptions: [{{policy: secrets-deny, reason: \"release audit\"}}]\n"
+        )
+        .replace(
+            "spec: {agent: ci-bot, tools: [\"git::git_show\"]}",
+            "spec:\n  agent: ci-bot\n  tools: [\"git::git_show\"]",
+        );
+        let c = compute(&mut s, objects(&excused).remove(0), "ci", now());
+        assert!(c.refusals.is_empty() && c.warnings.is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn an_unchanged_object_has_no_consequences() {
+        let mut s = state(true);
+        let server = objects(ESTATE).remove(0);
+        let c = compute(&mut s, server, "ci", now());
+        assert_eq!(c, Default::default());
+    }
 }

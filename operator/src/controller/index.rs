@@ -106,6 +106,8 @@ pub(super) struct Index {
     /// A bundle the writer could not publish (taken name, API error), shown in the
     /// Agent's status by its next evaluation.
     pub bundle_issues: BTreeMap<ObjKey, BundleOutcome>,
+    /// Every change made to `engine`, for the admission webhook's mirror.
+    pub feed: Option<crate::admission::mirror::Feed>,
 }
 
 /// The longest the first full pass waits for first crawls.
@@ -159,6 +161,7 @@ impl Index {
             deleting: BTreeSet::new(),
             written_rv: BTreeMap::new(),
             bundle_issues: BTreeMap::new(),
+            feed: None,
         }
     }
 
@@ -305,6 +308,14 @@ impl Index {
 
     /// The engine's form of a server: the in-memory catalog of our own crawl wins over
     /// status (which may be truncated).
+    /// Apply to the engine, and tell the mirror (when there is one).
+    fn engine_apply(&mut self, object: mcpgov_engine::Object) -> mcpgov_engine::Impact {
+        if let Some(f) = &self.feed {
+            f.apply(&object);
+        }
+        self.engine.apply(object)
+    }
+
     fn server_object(&self, key: &ObjKey, s: &MCPServer) -> mcpgov_engine::Object {
         let mut e = s.to_engine("");
         if let Some(c) = self.catalogs.get(key) {
@@ -385,7 +396,7 @@ impl Index {
                     self.catalogs
                         .insert(key.clone(), super::catalog_status::engine_catalog(cat));
                     if let Some(s) = self.servers.get(&key) {
-                        let impact = self.engine.apply(self.server_object(&key, s));
+                        let impact = self.engine_apply(self.server_object(&key, s));
                         self.dirty.absorb(impact);
                         self.dirty.servers.insert(key);
                     }
@@ -442,7 +453,7 @@ impl Index {
                     .$map
                     .get(&key)
                     .is_none_or(|old| old.metadata.generation != generation);
-                let impact = self.engine.apply($convert(self, &typed));
+                let impact = self.engine_apply($convert(self, &typed));
                 let changed = impact.changed;
                 tracing::debug!(kind = kind.name(), object = %key, changed, moved, "applied");
                 self.dirty.absorb(impact);
@@ -458,9 +469,15 @@ impl Index {
             Watched::Agent => store!(agents, Agent, |_: &Self, a: &Agent| {
                 mcpgov_engine::Object::Agent(a.to_engine(""))
             }),
-            Watched::Policy => store!(policies, Policy, |_: &Self, p: &Policy| {
-                mcpgov_engine::Object::Policy(p.to_engine(""))
-            }),
+            Watched::Policy => {
+                store!(policies, Policy, |_: &Self, p: &Policy| {
+                    mcpgov_engine::Object::Policy(p.to_engine(""))
+                });
+                if let (Some(f), Some(p)) = (&self.feed, self.policies.get(&key)) {
+                    let mode = p.spec.admission.unwrap_or_default();
+                    f.enforce(&key, mode == crate::crd::policy::AdmissionMode::Enforce);
+                }
+            }
             Watched::Grant => store!(grants, Grant, |_: &Self, g: &Grant| {
                 mcpgov_engine::Object::Grant(g.to_engine(""))
             }),
@@ -511,6 +528,9 @@ impl Index {
             }
         };
         if let Some(k) = engine_kind {
+            if let Some(f) = &self.feed {
+                f.delete(k, key);
+            }
             let impact = self.engine.delete(k, key);
             self.dirty.absorb(impact);
         }

@@ -53,10 +53,16 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listen = config.listen;
     let (http_ready, http_metrics) = (ready.clone(), metrics.clone());
     let server = tokio::spawn(async move { http::serve(listen, http_ready, http_metrics).await });
+    let mut feed = None;
     let admission = match config.admission.clone() {
         Some(a) => {
+            let engine_config = mcpgov_engine::EngineConfig {
+                governance_namespace: config.governance_namespace.clone(),
+            };
+            let (f, mirror) = crate::admission::mirror::spawn(engine_config, ready.clone());
+            feed = Some(f);
             let (c, g) = (client.clone(), config.governance_namespace.clone());
-            tokio::spawn(async move { crate::admission::run(c, a, g).await })
+            tokio::spawn(async move { crate::admission::run(c, a, g, Some(mirror)).await })
         }
         None => tokio::spawn(std::future::pending()),
     };
@@ -87,7 +93,8 @@ pub async fn run(config: Config) -> Result<(), String> {
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
     let (jobs_tx, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
     writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());
-    let index = index::Index::new(config, metrics, ready, specs_tx, leadership);
+    let mut index = index::Index::new(config, metrics, ready, specs_tx, leadership);
+    index.feed = feed;
     let lease = async {
         match lease_task {
             Some(t) => match t.await {
