@@ -80,7 +80,15 @@ pub fn compute(
         restore(s, kind, &key, old);
         let before: BTreeSet<Row> = violations(s, &impact.agents, now).iter().map(row).collect();
         let fresh: Vec<&Finding> = after.iter().filter(|f| !before.contains(&row(f))).collect();
-        report(&mut out, s, &described, &fresh, namespace);
+        // A Policy is judged by its authors, not refused by itself (docs/admission.md).
+        report(
+            &mut out,
+            s,
+            &described,
+            &fresh,
+            namespace,
+            kind != Kind::Policy,
+        );
     } else {
         restore(s, kind, &key, old);
         if impact.changed {
@@ -120,7 +128,14 @@ fn split(agents: &BTreeSet<ObjKey>, namespace: &str) -> (usize, usize) {
     (own, agents.len() - own)
 }
 
-fn report(out: &mut Consequences, s: &State, described: &str, fresh: &[&Finding], namespace: &str) {
+fn report(
+    out: &mut Consequences,
+    s: &State,
+    described: &str,
+    fresh: &[&Finding],
+    namespace: &str,
+    may_refuse: bool,
+) {
     let mut hidden = 0;
     let mut shown = 0;
     for f in fresh {
@@ -135,7 +150,7 @@ fn report(out: &mut Consequences, s: &State, described: &str, fresh: &[&Finding]
             Some(r) => format!("{tool} → {r}"),
             None => tool.to_string(),
         };
-        let enforced = s.enforced.iter().any(|p| p.to_string() == policy);
+        let enforced = may_refuse && s.enforced.iter().any(|p| p.to_string() == policy);
         if enforced {
             let path = if f.path.is_empty() {
                 through.clone()

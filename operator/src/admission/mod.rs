@@ -239,4 +239,6 @@ fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<(ReviewOut, Ca
 }
 
 #[cfg(test)]
+mod bench;
+#[cfg(test)]
 mod tests;

@@ -326,6 +326,38 @@ spec: {agent: ci-bot, tools: ["git::git_show"]}
     }
 
     #[test]
+    fn a_policy_change_is_warned_about_never_refused() {
+        let mut s = state(true);
+        for o in objects(GRANT) {
+            apply(&mut s, Change::Apply(Box::new(o)));
+        }
+        // Widen nothing, but narrow the Policy away and back: the way back creates the
+        // violation again, from a Policy change.
+        let narrowed = ESTATE
+            .split("---")
+            .nth(1)
+            .unwrap()
+            .replace("/srv/app/**", "/srv/other/**");
+        apply(
+            &mut s,
+            Change::Apply(Box::new(objects(&narrowed).remove(0))),
+        );
+        let policy = objects(ESTATE.split("---").nth(1).unwrap()).remove(0);
+        let c = compute(&mut s, policy, "ci", now());
+        assert!(c.refusals.is_empty(), "{c:?}");
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("violate ci/secrets-deny")),
+            "{c:?}"
+        );
+        assert!(
+            c.warnings.iter().any(|w| w.contains("can move 1 agent")),
+            "{c:?}"
+        );
+    }
+
+    #[test]
     fn an_unchanged_object_has_no_consequences() {
         let mut s = state(true);
         let server = objects(ESTATE).remove(0);
