@@ -280,10 +280,15 @@ impl Index {
                 }
             }
             if ready && self.leadership.is_leader() && !self.awaiting_first_crawls() {
-                let plan = self.plan(jiff::Timestamp::now());
-                self.apply_metrics(plan.metrics);
+                let now = jiff::Timestamp::now();
+                let plan = self.plan(now);
                 if !plan.jobs.is_empty() && jobs.send(plan.jobs).is_err() {
                     return Err("the writer stopped".into());
+                }
+                self.apply_metrics(plan.metrics);
+                if plan.evaluated {
+                    let graph = self.observe_graph(now);
+                    self.apply_metrics(graph);
                 }
             }
         }

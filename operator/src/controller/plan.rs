@@ -33,6 +33,8 @@ pub struct Plan {
     /// At most one per object, in the order they were planned.
     pub jobs: Vec<Job>,
     pub metrics: Vec<MetricOp>,
+    /// Whether it evaluated anything (the graph metrics are then read after it).
+    pub evaluated: bool,
 }
 
 impl Plan {
@@ -103,8 +105,6 @@ impl Index {
     /// state, and metric values. Bookkeeping only changes here (summaries, what was
     /// sent, what is left for the next slice); nothing is awaited.
     pub fn plan(&mut self, now: jiff::Timestamp) -> Plan {
-        // Status times in whole seconds, as the API server keeps them.
-        let now = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
         let mut plan = Plan::default();
         let mut skipped = Skipped::default();
         self.plan_crawls(&mut plan);
@@ -116,7 +116,10 @@ impl Index {
         // The evaluator borrows the engine while the planning below needs `&mut self`.
         let placeholder = mcpgov_engine::Engine::new(self.engine.config().clone());
         let engine = std::mem::replace(&mut self.engine, placeholder);
+        // The evaluator judges expiries at the exact instant; status times are whole
+        // seconds, as the API server keeps them.
         let ev = engine.evaluator(now);
+        let now = jiff::Timestamp::from_second(now.as_second()).unwrap_or(now);
         let Dirty {
             all,
             agents,
@@ -230,7 +233,7 @@ impl Index {
         self.dirty.agents.extend(left.agents);
         self.dirty.grants.extend(left.grants);
         self.dirty.servers.extend(left.servers);
-        self.observe_graph(&ev, &mut plan);
+        plan.evaluated = true;
         self.engine = engine;
         for (kind, n) in skipped.status {
             plan.count(Counter::StatusWrites, &[kind, "skipped"], n);
@@ -288,8 +291,12 @@ impl Index {
             .unwrap_or_default()
     }
 
-    /// Graph sizes and drift per kind, read at the end of each pass.
-    fn observe_graph(&self, ev: &Evaluator<'_>, plan: &mut Plan) {
+    /// Graph sizes and drift per kind, read after a plan that evaluated something,
+    /// once its jobs are on their way (drift walks the whole estate: computed inside the
+    /// plan it delayed every write by as long).
+    pub fn observe_graph(&self, now: jiff::Timestamp) -> Vec<MetricOp> {
+        let ev = self.engine.evaluator(now);
+        let mut plan = Plan::default();
         let counts = ev.engine().graph_counts();
         for (kind, n) in counts.nodes {
             plan.set(Gauge::GraphNodes, &[kind], n as i64);
@@ -304,6 +311,7 @@ impl Index {
             let n = drift.iter().filter(|d| d.source == kind).count();
             plan.set(Gauge::Drift, &[kind], n as i64);
         }
+        plan.metrics
     }
 
     /// The crawler's part of MCPServer status for each finished crawl.
@@ -1166,5 +1174,37 @@ mod plan_tests {
                 .iter()
                 .all(|c| c["observedGeneration"] == 2)
         );
+    }
+    #[test]
+    fn an_exception_expires_at_its_exact_instant_not_at_the_whole_second() {
+        let mut ix = index();
+        quickstart(&mut ix, "uid-a");
+        let mut g = ix
+            .grants
+            .get(&ObjKey::new("quickstart", "vibe-coder-notes"))
+            .cloned()
+            .unwrap();
+        g.spec.expected_exceptions = vec![crate::crd::grant::ExpectedException {
+            policy: "drafts-deny".into(),
+            tool: None,
+            resource: None,
+            reason: "until the review".into(),
+            owner: None,
+            expires: Some("2026-12-01T12:00:00.5Z".into()),
+        }];
+        ix.handle(Msg::Apply(Watched::Grant, dynamic(&g)));
+        let violations = |ix: &mut Index, at: &str| {
+            ix.dirty.all = true;
+            let plan = ix.plan(at.parse().unwrap());
+            let job = plan.job(&id(Watched::Agent, "vibe-coder")).unwrap().clone();
+            for j in &plan.jobs {
+                ix.handle(report(j, |i| ok(70 + i as u64)));
+            }
+            status_of(job.steps.last().unwrap())["violations"].clone()
+        };
+        assert_eq!(violations(&mut ix, "2026-12-01T12:00:00.4Z"), 0);
+        // Re-evaluated 5 ms after the expiry (as the index schedules it): the status
+        // time is the whole second, the judgement is not.
+        assert_eq!(violations(&mut ix, "2026-12-01T12:00:00.505Z"), 1);
     }
 }

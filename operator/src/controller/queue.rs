@@ -1,7 +1,9 @@
 //! The writer's queue: jobs wait in arrival order; a job whose object already has one
 //! in flight waits for it (never two writes of one object at once, so they land in
 //! plan order); a later job for an object still queued is merged into it (`Job::merge`),
-//! so a burst of changes to one object costs one write of its last state.
+//! so a burst of changes to one object costs one write of its last state. Namespaces
+//! share the writer: while several have work, none has more than its share of the
+//! slots in flight, so one tenant's burst of writes does not hold up another's.
 
 use super::jobs::{Job, ObjectId};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -11,6 +13,10 @@ pub struct Queue {
     queued: HashMap<ObjectId, Job>,
     order: VecDeque<ObjectId>,
     busy: HashSet<ObjectId>,
+    /// Jobs queued or in flight per namespace.
+    work: HashMap<String, usize>,
+    /// Jobs in flight per namespace.
+    running: HashMap<String, usize>,
 }
 
 impl Queue {
@@ -18,24 +24,44 @@ impl Queue {
         match self.queued.get_mut(&job.object) {
             Some(waiting) => waiting.merge(job),
             None => {
+                *self
+                    .work
+                    .entry(job.object.key.namespace.clone())
+                    .or_default() += 1;
                 self.order.push_back(job.object.clone());
                 self.queued.insert(job.object.clone(), job);
             }
         }
     }
 
-    /// The oldest queued job whose object has nothing in flight; its object is busy
-    /// until `done`.
-    pub fn start(&mut self) -> Option<Job> {
-        let at = self.order.iter().position(|id| !self.busy.contains(id))?;
+    /// The oldest queued job whose object has nothing in flight and whose namespace
+    /// has fewer than its share of `slots` in flight; its object is busy until `done`.
+    pub fn start(&mut self, slots: usize) -> Option<Job> {
+        let share = slots.div_ceil(self.work.len().max(1)).max(1);
+        let at = self.order.iter().position(|id| {
+            !self.busy.contains(id)
+                && self.running.get(&id.key.namespace).copied().unwrap_or(0) < share
+        })?;
         let id = self.order.remove(at)?;
         let job = self.queued.remove(&id)?;
+        *self.running.entry(id.key.namespace.clone()).or_default() += 1;
         self.busy.insert(id);
         Some(job)
     }
 
     pub fn done(&mut self, object: &ObjectId) {
-        self.busy.remove(object);
+        if !self.busy.remove(object) {
+            return;
+        }
+        let ns = &object.key.namespace;
+        for counts in [&mut self.running, &mut self.work] {
+            if let Some(n) = counts.get_mut(ns) {
+                *n -= 1;
+                if *n == 0 {
+                    counts.remove(ns);
+                }
+            }
+        }
     }
 
     pub fn queued(&self) -> usize {
@@ -76,20 +102,20 @@ mod tests {
         let mut q = Queue::default();
         q.push(job("a", 1));
         q.push(job("b", 1));
-        let first = q.start().unwrap();
+        let first = q.start(16).unwrap();
         assert_eq!((first.object.key.name.as_str(), value(&first)), ("a", 1));
         // Two more states of a while its first write is in flight: they wait, merged.
         q.push(job("a", 2));
         q.push(job("a", 3));
         assert_eq!(q.queued(), 2);
-        let second = q.start().unwrap();
+        let second = q.start(16).unwrap();
         assert_eq!(second.object.key.name, "b", "a is busy: b goes first");
         assert!(
-            q.start().is_none(),
+            q.start(16).is_none(),
             "nothing else may start while a is in flight"
         );
         q.done(&first.object);
-        let third = q.start().unwrap();
+        let third = q.start(16).unwrap();
         assert_eq!((third.object.key.name.as_str(), value(&third)), ("a", 3));
         assert_eq!(
             third.steps.len(),
@@ -97,6 +123,35 @@ mod tests {
             "state 2 was superseded, never written"
         );
         assert_eq!(q.in_flight(), 2);
-        assert!(q.start().is_none());
+        assert!(q.start(16).is_none());
+    }
+
+    #[test]
+    fn a_namespace_with_a_burst_gets_its_share_of_the_slots_not_all() {
+        let job_in = |ns: &str, name: &str| {
+            let mut j = job(name, 1);
+            j.object.key.namespace = ns.into();
+            j
+        };
+        let mut q = Queue::default();
+        for i in 0..6 {
+            q.push(job_in("attacker", &format!("bot-{i}")));
+        }
+        q.push(job_in("victim", "writer"));
+        // Four slots, two namespaces with work: two each, the victim's job starts
+        // though four of the attacker's came first.
+        let started: Vec<String> = std::iter::from_fn(|| q.start(4))
+            .map(|j| format!("{}/{}", j.object.key.namespace, j.object.key.name))
+            .collect();
+        assert_eq!(
+            started,
+            ["attacker/bot-0", "attacker/bot-1", "victim/writer"]
+        );
+        // Alone, a namespace may take every slot.
+        let mut q = Queue::default();
+        for i in 0..6 {
+            q.push(job_in("attacker", &format!("bot-{i}")));
+        }
+        assert_eq!(std::iter::from_fn(|| q.start(4)).count(), 4);
     }
 }

@@ -381,7 +381,9 @@ pub fn spawn(
         let mut open = true;
         loop {
             while running.len() < concurrency.max(1) {
-                let Some(job) = queue.start() else { break };
+                let Some(job) = queue.start(concurrency.max(1)) else {
+                    break;
+                };
                 let w = writer.clone();
                 let object = job.object.clone();
                 let task = running.spawn(async move { w.run(job).await });
