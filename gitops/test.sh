@@ -28,12 +28,12 @@ tally() {
   fi
 }
 
-echo "== argocd-cm-patch.yaml is what render-cm.sh renders"
+echo "== health.lua files and argocd-cm-patch.yaml are what render-cm.sh renders from src/"
 if bash argocd/render-cm.sh --check; then
-  echo "ok   argocd/argocd-cm-patch.yaml is fresh"
+  echo "ok   argocd/health/*/health.lua and argocd-cm-patch.yaml are fresh"
   passed=$((passed + 1))
 else
-  echo "FAIL argocd/argocd-cm-patch.yaml is stale"
+  echo "FAIL argocd/ generated health checks are stale"
   failed=$((failed + 1))
 fi
 

@@ -42,6 +42,19 @@ EXPECTED_CLUSTER_RULES = sorted([
     (("events.k8s.io",), ("events",), (), ("create", "patch")),
 ])
 
+# With policyReports on, one more rule: the chosen API's reports.
+REPORT_RULES = {
+    "policyreport": (("wgpolicyk8s.io",), ("policyreports",), (), ("create", "delete", "get", "list", "patch", "watch")),
+    "openreports": (("openreports.io",), ("reports",), (), ("create", "delete", "get", "list", "patch", "watch")),
+}
+
+
+def policy_reports(v):
+    """The reports API policyReports turns on, or None ("off" or false)."""
+    r = v.get("policyReports")
+    return r if r in REPORT_RULES else None
+
+
 # The tenant ClusterRoles (docs/security.md, "Tenant RBAC"), by the built-in role they
 # aggregate into; each complete on its own.
 _READ = (("mcpgov.io",), ("agents", "grants", "mcpservers", "policies"), (), ("get", "list", "watch"))
@@ -209,6 +222,7 @@ def check_docs(docs, v):
         c.expect(flag("--namespace") == (v["watchNamespace"] or None), f"--namespace is {flag('--namespace')}")
         c.expect(("--allow-loopback" in args) == v["crawler"]["allowLoopback"], "--allow-loopback iff allowLoopback")
         c.expect(("--deny-private" in args) == v["crawler"]["denyPrivate"], "--deny-private iff denyPrivate")
+        c.expect(flag("--policy-reports") == policy_reports(v), f"--policy-reports is {flag('--policy-reports')}")
         le = v["leaderElection"]["enabled"]
         c.expect(("--leader-election" in args) == le, f"--leader-election present={'--leader-election' in args}, enabled={le}")
         if le:
@@ -271,7 +285,8 @@ def check_docs(docs, v):
     c.expect(len(rbs) == (int(rbac and le) + int(bool(rbac and watch_ns))), f"{len(rbs)} RoleBindings")
     for cr in crs:
         rules = sorted(norm_rule(r) for r in cr["rules"])
-        c.expect(rules == EXPECTED_CLUSTER_RULES, f"ClusterRole rules differ: {rules}")
+        want = sorted(EXPECTED_CLUSTER_RULES + ([REPORT_RULES[policy_reports(v)]] if policy_reports(v) else []))
+        c.expect(rules == want, f"ClusterRole rules differ: {rules}")
         for r in cr["rules"]:
             c.expect("*" not in r.get("verbs", []) and "*" not in r.get("resources", [])
                      and "*" not in r.get("apiGroups", []), "wildcard in the ClusterRole")
@@ -499,6 +514,11 @@ def selftest(path, values_path):
         ("a CRD missing", lambda d: d.remove(crd(d, 3)), "CRDs"),
         ("a CRD's schema changed", lambda d: crd(d)["spec"].update(scope="Cluster"), "differs from crds/"),
         ("secrets listable", lambda d: cr(d)["rules"][3]["verbs"].append("list"), "ClusterRole rules differ"),
+        ("reports written while off", lambda d: ctr(d)["args"].extend(["--policy-reports", "policyreport"]),
+         "--policy-reports"),
+        ("reports RBAC while off", lambda d: cr(d)["rules"].append(
+            {"apiGroups": ["wgpolicyk8s.io"], "resources": ["policyreports"], "verbs": ["get", "list", "watch", "create", "patch", "delete"]}),
+         "ClusterRole rules differ"),
         ("a wildcard rule", lambda d: cr(d)["rules"].append({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}),
          "wildcard"),
         ("edit may write Policies", lambda d: tenant(d, "edit")["rules"][1]["resources"].append("policies"),

@@ -15,7 +15,8 @@
 #   6. the rendered RBAC for real: the operator runs as the chart's ServiceAccount with
 #      the Deployment's own flags (leader election included), reaches its result with no
 #      "forbidden", and `kubectl auth can-i` shows nothing broader; again with
-#      watchNamespace set (a RoleBinding in that namespace only)
+#      watchNamespace set (a RoleBinding in that namespace only); again with policyReports
+#      on (the real PolicyReport CRD: the report written and deleted, that API's verbs only)
 #   6b. tenant RBAC: the ClusterRoles aggregated into view/edit/admin, acting as users
 #      bound to those roles (kubectl --as). This control plane has no kube-controller-
 #      manager: the test shows that nothing aggregated them, aggregates as its
@@ -47,7 +48,7 @@ RELEASE=mcpgov
 NS=mcpgov-system
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgov-chart.XXXXXX")"
 STATE="$WORK/control-plane"
-VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac no-tenant-roles admission full)
+VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac no-tenant-roles admission reports full)
 
 passed=0
 failed=0
@@ -484,6 +485,48 @@ no  create clusterrolebindings.rbac.authorization.k8s.io        -A
 no  bind   clusterroles.rbac.authorization.k8s.io               -A
 no  escalate roles.rbac.authorization.k8s.io                    -n=$RB_NS
 no  impersonate serviceaccounts                                 -A
+no  list   policyreports.wgpolicyk8s.io                         -A
+no  create reports.openreports.io                               -n=quickstart
+EOF
+}
+
+# policyReports on (a third release, reports in the PolicyReport API, its real CRD from
+# e2e/report-crds.sh): the operator as that ServiceAccount writes the namespace's report
+# and deletes it when the findings go, with no "forbidden"; the RBAC covers that API only.
+t_rbac_reports() {
+  [[ -f "$STATE/env" && -n "$BIN" ]] || { echo "needs the control plane and the operator build"; return 1; }
+  local rel=reports rns=mcpgov-reports ens=team-reports crds
+  local out="$WORK/render-reports-rbac.yaml" kc="$WORK/sa-reports.kubeconfig" log="$WORK/operator-reports.log"
+  crds="$(bash e2e/report-crds.sh)" || return 1
+  kubectl apply --server-side -f "$crds/policyreport.yaml" | sed 's/^/  /'
+  kubectl wait --for condition=established --timeout=60s crd/policyreports.wgpolicyk8s.io >/dev/null || return 1
+  "$HELM" template "$rel" "$CHART" --namespace "$rns" --kube-version "$KUBE_VERSION" \
+    --set governanceNamespace="$ens",crds.install=false,policyReports=policyreport \
+    --set replicaCount=1,leaderElection.enabled=false > "$out" || return 1
+  kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$ens" >/dev/null || return 1
+  apply_rbac "$out" || return 1
+  sa_kubeconfig reports-mcpgov "$rns" "$kc" || return 1
+  local -a args
+  mapfile -t args < <(rendered_args "$out")
+  printf '%s\n' "${args[@]}" | grep -qx -- --policy-reports || { echo "no --policy-reports in the Deployment"; return 1; }
+  operator_estate "$kc" "$ens" "$log" "${args[@]}" || return 1
+  until_ok "PolicyReport $ens/mcpgov with the violation as its one fail (list, create)" 60 \
+    jsonpath_is policyreports.wgpolicyk8s.io/mcpgov "$ens" '{.summary.fail}/{.results[0].result}' 1/fail ||
+    { tail -n 30 "$log"; return 1; }
+  kubectl delete grants.mcpgov.io vibe-coder-notes -n "$ens" >/dev/null || return 1
+  until_ok "the report deleted once $ens has no findings (delete)" 60 \
+    bash -c "! kubectl get policyreports.wgpolicyk8s.io mcpgov -n $ens" || { tail -n 30 "$log"; return 1; }
+  stop_operator "$log" || return 1
+  can_i "$kc" <<EOF
+yes list   policyreports.wgpolicyk8s.io                         -A
+yes create policyreports.wgpolicyk8s.io                         -n=$ens
+yes patch  policyreports.wgpolicyk8s.io                         -n=$ens
+yes delete policyreports.wgpolicyk8s.io                         -n=$ens
+no  update policyreports.wgpolicyk8s.io                         -n=$ens
+no  deletecollection policyreports.wgpolicyk8s.io               -n=$ens
+no  create clusterpolicyreports.wgpolicyk8s.io                  -A
+no  create reports.openreports.io                               -n=$ens
+no  list   reports.openreports.io                               -A
 EOF
 }
 
@@ -982,6 +1025,8 @@ run "schema rejects logLevel: loud, image.pullPolicy: Sometimes" \
   t_invalid invalid-enum "$SCHEMA_MSG" "/logLevel" "/image/pullPolicy"
 run "schema rejects an unknown key (leaderElection.enabeld)" \
   t_invalid invalid-unknown-key "$SCHEMA_MSG" "enabeld"
+run "schema rejects policyReports: PolicyReport" \
+  t_invalid invalid-policy-reports "$SCHEMA_MSG" "/policyReports"
 run "chart refuses replicaCount 2 without leader election" \
   t_invalid invalid-replicas-without-election "needs leaderElection.enabled=true"
 run "control plane (kube-apiserver + etcd) started" t_control_plane
@@ -995,6 +1040,7 @@ run "RBAC for real: the operator as the chart's ServiceAccount; can-i" t_rbac_re
 run "RBAC for real with watchNamespace: a RoleBinding in that namespace only" t_rbac_watch_namespace
 run "admission webhook RBAC for real: Secret made, caBundle set, denial over TLS; can-i" t_rbac_admission
 run "negative control: without ConfigMap writes the log says 'forbidden'" t_rbac_negative_control
+run "RBAC for real with policyReports: the report written and deleted as the ServiceAccount" t_rbac_reports
 run "tenant RBAC: users bound to view/edit/admin (and the chart's roles directly)" t_tenant_rbac
 run "examples/gateway: kubectl apply --dry-run=server; its pod under Pod Security restricted" t_gateway_example
 run "chart README's sidecar patch: kubectl patch --dry-run=server; Pod Security restricted" t_gateway_snippet

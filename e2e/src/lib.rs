@@ -92,7 +92,8 @@ impl Operator {
         Self::start_with(namespace, resync_seconds, &["--allow-loopback"]).await
     }
 
-    async fn start_with(namespace: &str, resync_seconds: u64, extra: &[&str]) -> Operator {
+    /// Start with these flags and wait until `/readyz` answers 200.
+    pub async fn start_with(namespace: &str, resync_seconds: u64, extra: &[&str]) -> Operator {
         let op = Self::spawn(namespace, resync_seconds, extra, "info,mcpgov=debug");
         op.wait_ready().await;
         op

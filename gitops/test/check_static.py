@@ -4,7 +4,8 @@
 - argocd/argocd-cm-patch.yaml carries each health.lua verbatim under
   resource.customizations.health.<group>_<Kind>, and nothing else (read back here with a
   small reader of its block scalars, independent of render-cm.sh);
-- the `common` block is identical in the four health.lua files;
+- the `common` block is identical in the four health.lua files (render-cm.sh generates them
+  from src/common.lua; this reads the outputs, so a hand edit is caught either way);
 - the scripts stay within what Argo CD's Lua (gopher-lua, Lua 5.1) runs, on paths the
   fixtures may not reach (mcpgov-health runs them in gopher-lua itself);
 - every fixture is in test/expected.json exactly once, with the three expectations;

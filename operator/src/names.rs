@@ -6,6 +6,8 @@
 pub const FIELD_MANAGER: &str = "mcpgov";
 /// Field manager of `status.catalog` (the crawler's, and `mcpgov catalog apply`'s).
 pub const CATALOG_FIELD_MANAGER: &str = "mcpgov-crawler";
+/// Field manager of `spec.contracts` entries written by `mcpgov approve --apply`.
+pub const APPROVE_FIELD_MANAGER: &str = "mcpgov-approve";
 
 /// Label on every ConfigMap the operator owns, with the value [`MANAGER`].
 pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";

@@ -205,6 +205,27 @@ fn check(v: &Value, schema: &Value, path: &str, s: &Schemas, out: &mut Vec<Strin
                 check(item, item_schema, &format!("{path}[{i}]"), s, out);
             }
         }
+        // A list map (e.g. spec.contracts.approved by tool): the API server refuses two
+        // entries with the same keys.
+        if schema.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map") {
+            let keys: Vec<&str> = schema
+                .get("x-kubernetes-list-map-keys")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            let mut seen = std::collections::HashSet::new();
+            for (i, item) in items.iter().enumerate() {
+                let k: Vec<&Value> = keys.iter().map(|k| &item[*k]).collect();
+                if !seen.insert(serde_json::to_string(&k).unwrap_or_default()) {
+                    out.push(format!(
+                        "{path}[{i}]: duplicate entry ({} repeated)",
+                        keys.join(", ")
+                    ));
+                }
+            }
+        }
     }
     if let Some(map) = v.as_object() {
         let props = schema.get("properties").and_then(Value::as_object);
@@ -385,5 +406,42 @@ mod tests {
         let p = validate("Policy", &empty).unwrap().join("\n");
         assert!(p.contains("at least one resource or tool"), "{p}");
         assert!(p.contains("not one of"), "{p}");
+    }
+
+    /// Contract approvals: the digest grammar, a tool without globs or spaces, one
+    /// entry per tool (regressions: the API server refuses each of these).
+    #[test]
+    fn contract_approvals_are_checked_as_the_apiserver_checks_them() {
+        let d = format!("sha256:{}", "a".repeat(64));
+        let server = |approved: Value| {
+            json!({"metadata": {"name": "s"}, "spec": {"endpoint": {"url": "http://s/mcp"},
+                "contracts": {"mode": "Pinned", "approved": approved}}})
+        };
+        let ok = server(json!([{"tool": "lookup", "digest": d}]));
+        assert_eq!(validate("MCPServer", &ok).unwrap(), Vec::<String>::new());
+        for (bad, needle) in [
+            (
+                json!([{"tool": "lookup", "digest": "sha256:ABC"}]),
+                "digest",
+            ),
+            (
+                json!([{"tool": "lookup", "digest": format!("{d}0")}]),
+                "digest",
+            ),
+            (json!([{"tool": "look up", "digest": d}]), "tool"),
+            (json!([{"tool": "lookup"}]), "digest"),
+            (
+                json!([{"tool": "lookup", "digest": d}, {"tool": "lookup", "digest": d}]),
+                "duplicate entry (tool repeated)",
+            ),
+        ] {
+            let p = validate("MCPServer", &server(bad.clone()))
+                .unwrap()
+                .join("\n");
+            assert!(p.contains(needle), "{bad}: {p}");
+        }
+        let mode = json!({"metadata": {"name": "s"}, "spec": {"endpoint": {"url": "http://s/mcp"},
+            "contracts": {"mode": "Strict"}}});
+        assert!(!validate("MCPServer", &mode).unwrap().is_empty());
     }
 }

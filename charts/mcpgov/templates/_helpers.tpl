@@ -83,3 +83,12 @@ app.kubernetes.io/component: operator
 {{- fail "serviceMonitor.enabled needs metrics.service.enabled=true" }}
 {{- end }}
 {{- end }}
+
+{{/*
+The reports API --policy-reports writes ("policyreport" or "openreports"), or "" when
+off (policyReports "off" or false).
+*/}}
+{{- define "mcpgov.policyReports" -}}
+{{- $v := .Values.policyReports | default "off" | toString -}}
+{{- if has $v (list "policyreport" "openreports") -}}{{ $v }}{{- end -}}
+{{- end }}

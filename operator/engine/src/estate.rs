@@ -168,6 +168,7 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
                 tools,
                 resources: Vec::new(),
             }),
+            contracts: Contracts::default(),
         }));
     }
     for p in 0..size.policies {

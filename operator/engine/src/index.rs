@@ -152,7 +152,17 @@ fn compile_server(input: Server) -> CServer {
         ids,
         access_by_tool,
         glob_access,
-        governance_digest: fingerprint(&(&input.key, &input.data_access, &input.sharing)),
+        // Approvals are governance; a trusting server's digest is the one it always had.
+        governance_digest: if input.contracts.is_default() {
+            fingerprint(&(&input.key, &input.data_access, &input.sharing))
+        } else {
+            fingerprint(&(
+                &input.key,
+                &input.data_access,
+                &input.sharing,
+                &input.contracts,
+            ))
+        },
         catalog_digest: fingerprint(&(&input.key, &input.catalog)),
         input,
         tools,

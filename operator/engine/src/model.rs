@@ -208,6 +208,66 @@ pub struct Endpoint {
     pub headers: Vec<HeaderRef>,
 }
 
+/// Whether a server's crawled contracts are trusted as they come, or only the
+/// approved ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ContractMode {
+    #[default]
+    Trust,
+    Pinned,
+}
+
+/// A server's contract approval: under `Pinned`, a tool is eligible only while its
+/// crawled contract digest is the one approved for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Contracts {
+    #[serde(default)]
+    pub mode: ContractMode,
+    /// Tool name -> approved contract digest.
+    #[serde(default)]
+    pub approved: std::collections::BTreeMap<String, String>,
+}
+
+impl Contracts {
+    /// Trust mode with nothing approved: what a server without `contracts` means, and
+    /// left out of digests and output so that such servers read as before.
+    pub fn is_default(&self) -> bool {
+        *self == Contracts::default()
+    }
+
+    /// Under `Pinned`, how the crawled contract of `tool` (its digest, when the crawl
+    /// could compute one) stands against the approval; `None` when it may be used.
+    pub fn check(&self, tool: &str, crawled: Option<&str>) -> Option<ContractState> {
+        if self.mode != ContractMode::Pinned {
+            return None;
+        }
+        match self.approved.get(tool) {
+            None => Some(ContractState::Unapproved),
+            Some(d) if Some(d.as_str()) == crawled => None,
+            Some(_) => Some(ContractState::Changed),
+        }
+    }
+
+    /// The digest a gateway must see live for `tool`: the approved one under `Pinned`
+    /// (so a change is blocked before any re-crawl), else the crawled one.
+    pub fn expected<'a>(&'a self, tool: &str, crawled: Option<&'a str>) -> Option<&'a str> {
+        match self.mode {
+            ContractMode::Trust => crawled,
+            ContractMode::Pinned => self.approved.get(tool).map(String::as_str).or(crawled),
+        }
+    }
+}
+
+/// Why a pinned tool's crawled contract may not be used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum ContractState {
+    /// A contract was approved for the tool, and the crawled one is another.
+    Changed,
+    /// No contract was ever approved for the tool.
+    Unapproved,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Server {
@@ -220,6 +280,8 @@ pub struct Server {
     pub sharing: Sharing,
     #[serde(default)]
     pub catalog: Option<Catalog>,
+    #[serde(default, skip_serializing_if = "Contracts::is_default")]
+    pub contracts: Contracts,
 }
 
 #[derive(

@@ -63,6 +63,11 @@ pub struct ToolReach {
     pub access: Vec<AccessEdge>,
     /// Paths to Deny and Allow Policies, in Policy key order.
     pub paths: Vec<PolicyPath>,
+    /// Under a pinned server, why the crawled contract may not be used (`None`: it may,
+    /// or the server trusts what it crawls).
+    pub contract: Option<ContractState>,
+    /// The contract digest a gateway must see live: the approved one under pinning.
+    pub expected_digest: Option<String>,
 }
 
 impl ToolReach {
@@ -97,6 +102,16 @@ impl Engine {
             .and_then(|t| t.get(&id.name))
             .cloned();
         let access = self.access_of(server, id);
+        let pins = server.map(|s| &s.input.contracts);
+        let crawled = catalog.as_ref().and_then(|c| c.contract_digest.as_deref());
+        // A tool no server exposes has no contract to judge: it is Drifted.
+        let contract = pins
+            .filter(|_| catalog.is_some())
+            .and_then(|p| p.check(&id.name, crawled));
+        let expected_digest = match pins {
+            Some(p) => p.expected(&id.name, crawled).map(str::to_string),
+            None => crawled.map(str::to_string),
+        };
         let mut paths = Vec::new();
         // One budget for all of this tool's comparisons, spent in Policy key order.
         let mut budget = Budget::new(REACH_STEPS);
@@ -116,6 +131,8 @@ impl Engine {
                 })
                 .collect(),
             paths,
+            contract,
+            expected_digest,
         }
     }
 

@@ -19,6 +19,10 @@ pub enum Reason {
     DenyException,
     Drifted,
     Unmapped,
+    /// Pinned server: the crawled contract is not the approved one.
+    ContractChanged,
+    /// Pinned server: no contract was ever approved for the tool.
+    ContractUnapproved,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -32,7 +36,7 @@ pub enum Decision {
 pub fn rejects(profile: Profile, reason: Reason) -> bool {
     use Reason::*;
     match reason {
-        NotFound | Ambiguous | NotGranted | Drifted => true,
+        NotFound | Ambiguous | NotGranted | Drifted | ContractChanged | ContractUnapproved => true,
         DenyViolation => profile != Profile::Explore,
         DenyException | Unmapped => profile == Profile::Strict,
     }
@@ -75,6 +79,11 @@ pub fn reasons_of(v: &AccessVerdict) -> Vec<Reason> {
     if v.unmapped {
         out.push(Reason::Unmapped);
     }
+    match v.contract {
+        Some(ContractState::Changed) => out.push(Reason::ContractChanged),
+        Some(ContractState::Unapproved) => out.push(Reason::ContractUnapproved),
+        None => {}
+    }
     out
 }
 
@@ -111,6 +120,10 @@ fn score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
     let reasons = reasons_of(v);
     if reasons.contains(&Reason::DenyViolation) {
         1.0
+    } else if v.contract.is_some() {
+        // What the tool does now is not what was reviewed: below a known violation,
+        // above a tool that merely vanished (only pinned servers ever score it).
+        0.9
     } else if v.drifted {
         0.8
     } else if v.unmapped {
@@ -278,15 +291,15 @@ impl Evaluator<'_> {
                     deny_paths,
                     drifted: reach.drifted(),
                     unmapped: reach.unmapped(),
+                    contract: reach.contract,
                 };
                 let reasons = reasons_of(&verdict);
                 ToolDecision {
                     decision: decide(profile, &reasons),
                     risk_score: score(&verdict, Some(&reach)),
-                    contract_digest: reach
-                        .catalog
-                        .as_ref()
-                        .and_then(|c| c.contract_digest.clone()),
+                    // The approved digest under pinning: the gateway then blocks a
+                    // change before the operator has re-crawled.
+                    contract_digest: reach.expected_digest.clone(),
                     reasons,
                     id,
                     deny_paths: verdict.deny_paths,

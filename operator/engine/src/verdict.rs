@@ -78,6 +78,10 @@ pub struct AccessVerdict {
     pub all_authorized: Option<bool>,
     pub drifted: bool,
     pub unmapped: bool,
+    /// Under a pinned server: the crawled contract is not the approved one (absent
+    /// otherwise, so outputs for trusting servers read as before).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contract: Option<ContractState>,
 }
 
 /// A selector of one of the agent's Grants and what it resolved to.
@@ -282,6 +286,7 @@ impl<'e> Evaluator<'e> {
             all_authorized: None,
             drifted: false,
             unmapped: false,
+            contract: None,
         };
         if self.engine.agent(agent).is_none() {
             return v;
@@ -307,6 +312,7 @@ impl<'e> Evaluator<'e> {
         let reach = self.reach(&id);
         v.drifted = reach.drifted();
         v.unmapped = reach.unmapped();
+        v.contract = reach.contract;
         v.granted_by = self.granted_tools(agent).remove(&id).unwrap_or_default();
         // Deny paths are listed for a tool the agent is not granted too: what calling
         // it would cross if it were granted (Toolgraph's deny rows of NOT_GRANTED).

@@ -1,14 +1,15 @@
-//! Command line: `mcpgov check | query | why | what-if | bundle | crds`. Results go
+//! Command line: `mcpgov check | query | why | what-if | bundle | approve | crds`. Results go
 //! to stdout, diagnostics to stderr. Exit 0 on success, 1 when a gate trips (or an
 //! agent is unknown), 2 on unreadable or invalid input. Installed as `kubectl-mcpgov`
 //! it is a kubectl plugin: it names itself `kubectl mcpgov` and reads the live cluster
 //! when no -f is given.
 
+mod approve;
 mod check;
 #[cfg(test)]
 mod fuzz;
 mod graph;
-mod input;
+pub(crate) mod input;
 mod live;
 mod operator;
 mod query;
@@ -51,6 +52,9 @@ enum Command {
     /// Print the exact policy bundle bytes the operator publishes for AGENT (with
     /// --verify: compare them with the published ConfigMap).
     Bundle(query::BundleArgs),
+    /// Show tool contracts pending approval (what changed) and approve them: print the
+    /// MCPServer patch for GitOps, or apply it with --apply.
+    Approve(approve::ApproveArgs),
     /// Print the four CustomResourceDefinitions as YAML.
     Crds {
         /// Print the CRD reference (Markdown) instead.
@@ -122,6 +126,7 @@ pub fn run() -> ExitCode {
         Command::CheckAccess(a) => why::check_access(a),
         Command::WhatIf(a) => whatif::run(a),
         Command::Bundle(a) => query::bundle(a),
+        Command::Approve(a) => approve::run(a),
         Command::Crds { reference } => {
             let text = if reference {
                 crate::crd::reference::markdown()

@@ -40,8 +40,30 @@ pub struct OperatorArgs {
     /// Seconds a lease lasts without renewal: the takeover time after a crash.
     #[arg(long, default_value_t = 15, env = "MCPGOV_LEASE_DURATION_SECONDS")]
     lease_duration_seconds: u64,
+    /// Write each namespace's findings as a report: `policyreport` (wgpolicyk8s.io
+    /// PolicyReport, what Kyverno and Policy Reporter read), `openreports`
+    /// (openreports.io Report), or `off`. The CRD comes from elsewhere.
+    #[arg(long, value_enum, default_value = "off", env = "MCPGOV_POLICY_REPORTS")]
+    policy_reports: PolicyReports,
     #[command(flatten)]
     admission: AdmissionArgs,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum PolicyReports {
+    Off,
+    Policyreport,
+    Openreports,
+}
+
+impl PolicyReports {
+    fn api(self) -> Option<crate::reports::Api> {
+        match self {
+            PolicyReports::Off => None,
+            PolicyReports::Policyreport => Some(crate::reports::Api::PolicyReport),
+            PolicyReports::Openreports => Some(crate::reports::Api::OpenReports),
+        }
+    }
 }
 
 /// The validating admission webhook (docs/admission.md); off unless a listen address
@@ -196,6 +218,7 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
         version = env!("CARGO_PKG_VERSION"),
         namespace = a.namespace.as_deref().unwrap_or("<all>"),
         governance_namespace = %a.governance_namespace,
+        policy_reports = ?a.policy_reports,
         "starting mcpgov operator"
     );
     let admission = a.admission.config()?;
@@ -207,6 +230,7 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
         resync: Duration::from_secs(a.resync_seconds.max(1)),
         crawl_concurrency: a.crawl_concurrency,
         net: a.net.policy(),
+        policy_reports: a.policy_reports.api(),
         election: a
             .leader_election
             .then(|| crate::controller::leader::Election {

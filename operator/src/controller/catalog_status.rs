@@ -158,12 +158,30 @@ fn kept_fields(current: &MCPServerStatus) -> Value {
     v
 }
 
+/// `status.contracts` added when there is one (left out, so removed, under Trust).
+fn with_contracts(
+    mut fields: Value,
+    contracts: Option<crate::crd::server::ContractsStatus>,
+) -> Value {
+    if let (Some(m), Some(c)) = (fields.as_object_mut(), contracts) {
+        m.insert("contracts".into(), json!(c));
+    }
+    fields
+}
+
 /// The status the crawler applies for one outcome, given the current status.
 pub fn status_for(outcome: &Outcome, current: &MCPServerStatus, generation: Option<i64>) -> Value {
     let now = Time(outcome.finished);
     let (mut fields, crawled) = match &outcome.result {
         Ok(cat) => (
-            catalog_fields(cat, &outcome.finished),
+            with_contracts(
+                catalog_fields(cat, &outcome.finished),
+                super::contract_status::contracts_status(
+                    &outcome.spec.contracts,
+                    cat,
+                    current.contracts.as_ref(),
+                ),
+            ),
             cond(
                 c::CRAWLED,
                 true,
@@ -181,8 +199,13 @@ pub fn status_for(outcome: &Outcome, current: &MCPServerStatus, generation: Opti
                 Some(t) => format!("; the catalog of {t} is kept (stale)"),
                 None => "; no catalog yet: its tools stay unresolved".to_string(),
             };
+            // A pinned server keeps its last diff with its last catalog.
+            let kept_contracts = match outcome.spec.contracts.mode {
+                engine::ContractMode::Pinned => current.contracts.clone(),
+                engine::ContractMode::Trust => None,
+            };
             (
-                kept_fields(current),
+                with_contracts(kept_fields(current), kept_contracts),
                 cond(
                     c::CRAWLED,
                     false,
@@ -234,6 +257,7 @@ mod tests {
                 interval: Duration::from_secs(10),
                 max_tools: 100_000,
                 max_bytes: 1 << 20,
+                contracts: Default::default(),
             },
             finished: jiff::Timestamp::now(),
             duration: Duration::from_millis(5),
@@ -248,6 +272,7 @@ mod tests {
             description,
             annotations: crawler::Annotations::default(),
             contract_digest: format!("sha256:{}", "0".repeat(64)),
+            parts: Default::default(),
         }
     }
 
@@ -291,9 +316,23 @@ mod tests {
                 )
             })
             .collect();
-        let o = outcome(Ok(catalog(worst, 1000)));
+        let mut o = outcome(Ok(catalog(worst, 1000)));
+        // Pinned, with half the tools approved (as other contracts): the diff shares
+        // the budget.
+        o.spec.contracts = engine::Contracts {
+            mode: engine::ContractMode::Pinned,
+            approved: (0..10_000)
+                .map(|i| {
+                    (
+                        format!("{i:06}{}", "n".repeat(250)),
+                        format!("sha256:f{i:063}"),
+                    )
+                })
+                .collect(),
+        };
         let st = status_for(&o, &MCPServerStatus::default(), Some(1));
         assert!(size(&st) <= STATUS_BUDGET, "{} bytes", size(&st));
+        assert_eq!(st["contracts"]["pendingCount"], json!(20_000));
         assert_eq!(st["truncated"], json!(true));
         assert_eq!(st["toolCount"], json!(20_000));
         let tools = st["tools"].as_array().unwrap();

@@ -42,6 +42,9 @@ pub struct CrawlSpec {
     pub interval: Duration,
     pub max_tools: usize,
     pub max_bytes: usize,
+    /// The server's contract approval: an approval re-crawls at once, so the status
+    /// diff and the pending count follow it without waiting for the interval.
+    pub contracts: mcpgov_engine::Contracts,
 }
 
 impl CrawlSpec {
@@ -80,6 +83,7 @@ impl CrawlSpec {
             interval: Duration::from_secs(s.spec.crawl.interval_seconds.max(1) as u64),
             max_tools: s.spec.crawl.max_tools.max(1) as usize,
             max_bytes: s.spec.crawl.max_bytes.max(1) as usize,
+            contracts: s.contract_pins(),
         }
     }
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 /// What needs recomputing.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub(super) struct Dirty {
     pub all: bool,
     pub agents: BTreeSet<ObjKey>,
@@ -108,6 +108,11 @@ pub(super) struct Index {
     pub bundle_issues: BTreeMap<ObjKey, BundleOutcome>,
     /// Every change made to `engine`, for the admission webhook's mirror.
     pub feed: Option<crate::admission::mirror::Feed>,
+    /// PolicyReports (`--policy-reports`): `None` when off.
+    pub reports: Option<super::reports::Reports>,
+    /// The writer the reports use: they still write from the index task, awaited, once
+    /// per plan (their list-compare-write cycle is not in the job queue yet).
+    pub report_writer: Option<super::writer::Writer>,
 }
 
 /// The longest the first full pass waits for first crawls.
@@ -131,7 +136,10 @@ impl Index {
         let engine = Engine::new(EngineConfig {
             governance_namespace: config.governance_namespace.clone(),
         });
+        let reports = config.policy_reports.map(super::reports::Reports::new);
         Index {
+            reports,
+            report_writer: None,
             config,
             metrics,
             ready,
@@ -281,6 +289,14 @@ impl Index {
             }
             if ready && self.leadership.is_leader() && !self.awaiting_first_crawls() {
                 let now = jiff::Timestamp::now();
+                if self.reports.is_some() && self.dirty.pending() {
+                    // Reports see the same dirty set and instant as the plan.
+                    let dirty = self.dirty.clone();
+                    let placeholder = Engine::new(self.engine.config().clone());
+                    let engine = std::mem::replace(&mut self.engine, placeholder);
+                    self.sync_reports(&engine.evaluator(now), &dirty).await;
+                    self.engine = engine;
+                }
                 let plan = self.plan(now);
                 if !plan.jobs.is_empty() && jobs.send(plan.jobs).is_err() {
                     return Err("the writer stopped".into());
@@ -508,6 +524,7 @@ impl Index {
                 ] {
                     let _ = m.remove_label_values(&labels);
                 }
+                self.metrics.forget_contracts(key);
                 self.servers.remove(key).map(|_| Kind::MCPServer)
             }
             Watched::Agent => self.agents.remove(key).map(|_| Kind::Agent),

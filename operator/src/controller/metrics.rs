@@ -54,6 +54,11 @@ pub struct Metrics {
     pub status_writes: IntCounterVec,
     /// ConfigMap writes by result (written, skipped, deleted, error, timeout).
     pub configmap_writes: IntCounterVec,
+    /// PolicyReport / OpenReports writes by result (written, skipped, deleted, error, ...).
+    pub report_writes: IntCounterVec,
+    /// 1 when the reports API `--policy-reports` selects is served; 0 when its CRD is
+    /// missing, before the first look, and with reports off.
+    pub reports_available: IntGauge,
     /// Objects a watch could not decode, by kind.
     pub malformed_objects: IntCounterVec,
     /// Agents re-evaluated, by trigger (change, resync).
@@ -67,6 +72,9 @@ pub struct Metrics {
     /// List-changed notifications that brought a crawl forward.
     pub crawl_list_changed: IntCounter,
     pub crawl_failing: IntGaugeVec,
+    /// Tools of a pinned server whose crawled contract is not the approved one, by
+    /// reason (ContractChanged, ContractUnapproved), as of its latest good crawl.
+    pub contracts_pending: IntGaugeVec,
     pub agent_violations: IntGaugeVec,
     pub agent_exceptions: IntGaugeVec,
     pub policy_violations: IntGaugeVec,
@@ -114,6 +122,19 @@ impl Metrics {
                 "Bundle ConfigMap writes by result",
             ),
             &["result"],
+        )
+        .expect("valid metric");
+        let report_writes = IntCounterVec::new(
+            Opts::new(
+                "mcpgov_policy_report_writes_total",
+                "PolicyReport / OpenReports writes by result",
+            ),
+            &["result"],
+        )
+        .expect("valid metric");
+        let reports_available = IntGauge::new(
+            "mcpgov_policy_reports_available",
+            "1 when the reports API selected by --policy-reports is served, else 0",
         )
         .expect("valid metric");
         let malformed_objects = IntCounterVec::new(
@@ -172,6 +193,11 @@ impl Metrics {
             "mcpgov_crawl_failing",
             "1 while the last crawl of a server failed (its catalog is stale)",
             &["namespace", "server"],
+        );
+        let contracts_pending = gauge_vec(
+            "mcpgov_contracts_pending",
+            "Tools of a Pinned MCPServer whose crawled contract is not the approved one, by reason",
+            &["namespace", "server", "reason"],
         );
         let agent_violations = gauge_vec(
             "mcpgov_agent_violations",
@@ -281,6 +307,9 @@ impl Metrics {
         for r in ["written", "skipped", "deleted", "api", "timeout"] {
             configmap_writes.with_label_values(&[r]);
         }
+        for r in ["written", "skipped", "deleted", "api", "timeout"] {
+            report_writes.with_label_values(&[r]);
+        }
         for t in ["change", "resync"] {
             evaluations.with_label_values(&[t]);
         }
@@ -288,6 +317,8 @@ impl Metrics {
         for c in [
             Box::new(status_writes.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(configmap_writes.clone()),
+            Box::new(report_writes.clone()),
+            Box::new(reports_available.clone()),
             Box::new(malformed_objects.clone()),
             Box::new(evaluations.clone()),
             Box::new(ready.clone()),
@@ -297,6 +328,7 @@ impl Metrics {
             Box::new(catalog_tools.clone()),
             Box::new(crawl_list_changed.clone()),
             Box::new(crawl_failing.clone()),
+            Box::new(contracts_pending.clone()),
             Box::new(agent_violations.clone()),
             Box::new(agent_exceptions.clone()),
             Box::new(policy_violations.clone()),
@@ -329,6 +361,8 @@ impl Metrics {
             registry,
             status_writes,
             configmap_writes,
+            report_writes,
+            reports_available,
             malformed_objects,
             evaluations,
             ready,
@@ -338,6 +372,7 @@ impl Metrics {
             catalog_tools,
             crawl_list_changed,
             crawl_failing,
+            contracts_pending,
             agent_violations,
             agent_exceptions,
             policy_violations,
@@ -371,9 +406,53 @@ impl Metrics {
             }
             Err(f) => self.crawl_failures.with_label_values(&[f.reason]).inc(),
         }
+        if let Ok(c) = &o.result {
+            self.observe_contracts(key, &o.spec.contracts, c);
+        }
         self.crawl_failing
             .with_label_values(&labels)
             .set(o.result.is_err() as i64);
+    }
+
+    /// Pending contracts of one server after a good crawl: both series under Pinned
+    /// (0 included, so an alert sees it recover), none under Trust.
+    fn observe_contracts(
+        &self,
+        key: &mcpgov_engine::ObjKey,
+        pins: &mcpgov_engine::Contracts,
+        c: &crate::crawler::Catalog,
+    ) {
+        use mcpgov_engine::{ContractMode, ContractState};
+        for state in [ContractState::Changed, ContractState::Unapproved] {
+            let labels = [
+                key.namespace.as_str(),
+                key.name.as_str(),
+                super::contract_status::reason(state),
+            ];
+            if pins.mode == ContractMode::Trust {
+                let _ = self.contracts_pending.remove_label_values(&labels);
+                continue;
+            }
+            let n = c
+                .tools
+                .iter()
+                .filter(|t| pins.check(&t.name, Some(&t.contract_digest)) == Some(state))
+                .count();
+            self.contracts_pending
+                .with_label_values(&labels)
+                .set(n as i64);
+        }
+    }
+
+    /// Forget a deleted server's contract series.
+    pub fn forget_contracts(&self, key: &mcpgov_engine::ObjKey) {
+        for reason in ["ContractChanged", "ContractUnapproved"] {
+            let _ = self.contracts_pending.remove_label_values(&[
+                key.namespace.as_str(),
+                key.name.as_str(),
+                reason,
+            ]);
+        }
     }
 
     /// Export one Grant's exception expiry series, removing those of `before` it no
@@ -583,5 +662,80 @@ mod tests {
         // The Grant gone.
         assert!(m.export_expiries(&held, &BTreeMap::new()).is_empty());
         assert!(expiry_lines(&m).is_empty());
+    }
+
+    /// Pinned servers export both reasons (0 included, so an alert sees recovery);
+    /// turning back to Trust, or deleting the server, leaves no series behind.
+    #[test]
+    fn contract_series_follow_the_mode_and_the_server() {
+        use crate::controller::crawl::{CrawlSpec, Outcome};
+        use mcpgov_engine::{ContractMode, Contracts, ObjKey};
+        let raw = |d: &str| {
+            let v = serde_json::json!({"name": "lookup", "description": d, "inputSchema": {}});
+            let s = serde_json::to_string(&v).unwrap();
+            let r: Box<serde_json::value::RawValue> = serde_json::from_str(&s).unwrap();
+            crate::crawler::page_tool_for_tests(&r)
+        };
+        let approved = raw("a");
+        let catalog = crate::crawler::Catalog {
+            protocol_version: "2025-11-25".into(),
+            server_name: "s".into(),
+            server_version: None,
+            client_capabilities: serde_json::json!({}),
+            tools: vec![raw("b"), {
+                let mut t = raw("c");
+                t.name = "new".into();
+                t
+            }],
+            resources: vec![],
+            resource_templates: vec![],
+            not_implemented: vec![],
+            bytes: 0,
+            catalog_digest: String::new(),
+            pages: 1,
+        };
+        let key = ObjKey::new("team", "notes");
+        let outcome = |mode| Outcome {
+            key: key.clone(),
+            spec: CrawlSpec {
+                url: "http://x/mcp".into(),
+                sse: false,
+                headers: vec![],
+                timeout: std::time::Duration::from_secs(1),
+                interval: std::time::Duration::from_secs(10),
+                max_tools: 10,
+                max_bytes: 1 << 20,
+                contracts: Contracts {
+                    mode,
+                    approved: [("lookup".to_string(), approved.contract_digest.clone())]
+                        .into_iter()
+                        .collect(),
+                },
+            },
+            finished: jiff::Timestamp::now(),
+            duration: std::time::Duration::from_millis(1),
+            result: Ok(catalog.clone()),
+        };
+        let lines = |m: &Metrics| -> Vec<String> {
+            m.render()
+                .lines()
+                .filter(|l| l.starts_with("mcpgov_contracts_pending{"))
+                .map(str::to_string)
+                .collect()
+        };
+        let m = Metrics::new();
+        m.observe_crawl(&key, &outcome(ContractMode::Pinned));
+        assert_eq!(
+            lines(&m),
+            [
+                r#"mcpgov_contracts_pending{namespace="team",reason="ContractChanged",server="notes"} 1"#,
+                r#"mcpgov_contracts_pending{namespace="team",reason="ContractUnapproved",server="notes"} 1"#,
+            ]
+        );
+        m.observe_crawl(&key, &outcome(ContractMode::Trust));
+        assert!(lines(&m).is_empty(), "{:?}", lines(&m));
+        m.observe_crawl(&key, &outcome(ContractMode::Pinned));
+        m.forget_contracts(&key);
+        assert!(lines(&m).is_empty(), "{:?}", lines(&m));
     }
 }

@@ -5,6 +5,7 @@
 pub mod bundles;
 pub mod catalog_status;
 pub mod conditions;
+pub mod contract_status;
 pub mod crawl;
 pub mod events;
 pub mod expiry;
@@ -15,6 +16,7 @@ pub mod leader;
 pub mod metrics;
 mod plan;
 pub mod queue;
+mod reports;
 pub mod secrets;
 pub mod status;
 pub mod watch;
@@ -41,6 +43,8 @@ pub struct Config {
     pub election: Option<leader::Election>,
     /// The admission webhook, served by every replica; `None`: off.
     pub admission: Option<crate::admission::Config>,
+    /// Write findings as reports in this API (`--policy-reports`); `None`: off.
+    pub policy_reports: Option<crate::reports::Api>,
 }
 
 /// Run until the process is stopped. Errors here are fatal start-up errors.
@@ -92,9 +96,10 @@ pub async fn run(config: Config) -> Result<(), String> {
     );
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
     let (jobs_tx, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
-    writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());
     let mut index = index::Index::new(config, metrics, ready, specs_tx, leadership);
+    index.report_writer = Some(writer.clone());
     index.feed = feed;
+    writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());
     let lease = async {
         match lease_task {
             Some(t) => match t.await {

@@ -9,13 +9,16 @@ use super::queue::Queue;
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::ApiResource;
 use std::fmt;
 use std::time::Duration;
 
 pub use crate::names::FIELD_MANAGER;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// Reports per list page: each may be up to about 1 MiB.
+const REPORT_PAGE: u32 = 20;
 
 /// Errors of the write path. The variant, not a formatted string, labels metrics.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -339,6 +342,88 @@ impl Writer {
             .configmap_writes
             .with_label_values(&[label])
             .inc();
+    }
+
+    /// Server-side apply of one PolicyReport / OpenReports Report (field manager
+    /// `mcpgov`); the uid of the object written.
+    pub async fn apply_report(
+        &self,
+        ar: &ApiResource,
+        report: &crate::reports::Report,
+    ) -> Result<Option<String>, Error> {
+        let ns = &report.metadata.namespace;
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, ar);
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        self.leading()?;
+        let result = timed(api.patch(&report.metadata.name, &pp, &Patch::Apply(report))).await;
+        self.count_report(result.as_ref().map(|_| "written"));
+        result.map(|o| o.metadata.uid)
+    }
+
+    /// Delete our report in `ns`, only if it is still the object with `uid` (when known).
+    pub async fn delete_report(
+        &self,
+        ar: &ApiResource,
+        ns: &str,
+        uid: Option<&str>,
+    ) -> Result<(), Error> {
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, ar);
+        self.leading()?;
+        let dp = DeleteParams {
+            preconditions: uid.map(|u| kube::api::Preconditions {
+                uid: Some(u.to_string()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        let result = match timed(api.delete(crate::names::REPORT_NAME, &dp)).await {
+            Err(e) if e.code() == Some(404) => Ok(()),
+            r => r.map(|_| ()),
+        };
+        self.count_report(result.as_ref().map(|_| "deleted"));
+        result
+    }
+
+    /// Our reports as the API holds them (labelled as ours, named `mcpgov`), in pages.
+    /// A 404 means the API is not served (its CRD is missing).
+    pub async fn list_reports(
+        &self,
+        ar: &ApiResource,
+        namespace: Option<&str>,
+    ) -> Result<Vec<DynamicObject>, Error> {
+        let api: Api<DynamicObject> = match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
+            None => Api::all_with(self.client.clone(), ar),
+        };
+        let mut lp = ListParams::default()
+            .labels(&format!(
+                "{}={}",
+                crate::names::MANAGED_BY,
+                crate::names::MANAGER
+            ))
+            .fields(&format!("metadata.name={}", crate::names::REPORT_NAME))
+            .limit(REPORT_PAGE);
+        let mut out = Vec::new();
+        loop {
+            let page = timed(api.list(&lp)).await?;
+            out.extend(page.items);
+            match page.metadata.continue_ {
+                Some(c) if !c.is_empty() => lp.continue_token = Some(c),
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    pub fn skipped_report(&self) {
+        self.count_report(Ok("skipped"));
+    }
+
+    fn count_report(&self, r: Result<&str, &Error>) {
+        let label = match r {
+            Ok(l) => l,
+            Err(e) => e.label(),
+        };
+        self.metrics.report_writes.with_label_values(&[label]).inc();
     }
 
     /// Queue an Event for the publishing task; a full queue drops it (logged).

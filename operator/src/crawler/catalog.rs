@@ -66,6 +66,9 @@ pub struct Tool {
     #[serde(skip_serializing_if = "Annotations::is_empty")]
     pub annotations: Annotations,
     pub contract_digest: String,
+    /// The digest of each part of the contract, for approval diffs (not reported).
+    #[serde(skip)]
+    pub parts: mcpgov_core::contract::ContractParts,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]

@@ -48,6 +48,12 @@ pub use listing::MAX_PAGES_PER_LIST;
 pub use session::{CLIENT_NAME, client_capabilities};
 pub use tap::MESSAGE_LIMIT;
 
+/// One `tools/list` entry read as a crawl reads it, for tests elsewhere in the crate.
+#[cfg(test)]
+pub(crate) fn page_tool_for_tests(raw: &serde_json::value::RawValue) -> Tool {
+    page::tool(raw, 0, &page::Clock::unbounded()).expect("a valid tool")
+}
+
 /// The most memory one crawl holds at once, for its caps. The scheduler runs at most
 /// `--crawl-concurrency` crawls, so crawling holds at most that many times this (the
 /// arithmetic against the chart's memory limit is in docs/crawler.md):

@@ -23,7 +23,7 @@ use super::catalog::{Annotations, Resource, ResourceTemplate, Tool};
 use super::error::{Cap, CrawlError};
 use super::session::ListKind;
 use super::untrusted;
-use mcpgov_core::contract::tool_contract_digest_within;
+use mcpgov_core::contract::{tool_contract_digest_within, tool_contract_parts_within};
 use mcpgov_core::streaming::Budget;
 use serde::Deserialize;
 use serde::de::{
@@ -376,6 +376,9 @@ pub(crate) fn tool(raw: &RawValue, index: usize, clock: &Clock) -> Result<Tool, 
         };
         // The one definition the gateway recomputes, over the same bytes.
         let contract_digest = tool_contract_digest_within(raw.get(), clock)?;
+        // Part by part too: what an approval diff compares (a second pass over the
+        // schemas, within the same deadline).
+        let parts = tool_contract_parts_within(raw.get(), clock)?;
         Ok(Tool {
             name,
             title: shown_line(title, MAX_TITLE),
@@ -385,6 +388,7 @@ pub(crate) fn tool(raw: &RawValue, index: usize, clock: &Clock) -> Result<Tool, 
                 ..annotations
             },
             contract_digest,
+            parts,
         })
     };
     read().map_err(|m| bad("tool", index, &m))

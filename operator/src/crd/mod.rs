@@ -34,7 +34,7 @@ pub fn crds_yaml() -> String {
 
 /// An empty `metadata.namespace` is unset, as the API server (and `kubectl apply`) treat
 /// it: the object lands in the default namespace, never in one named "".
-fn key_of<K: ResourceExt>(obj: &K, default_ns: &str) -> engine::ObjKey {
+pub fn key_of<K: ResourceExt>(obj: &K, default_ns: &str) -> engine::ObjKey {
     engine::ObjKey::new(
         obj.namespace()
             .filter(|ns| !ns.is_empty())
@@ -126,6 +126,25 @@ impl MCPServer {
                 .map(|s| engine::Sharing::from_list(&s.namespaces))
                 .unwrap_or_default(),
             catalog,
+            contracts: self.contract_pins(),
+        }
+    }
+
+    /// `spec.contracts` as the engine reads it (Trust, nothing approved, when absent).
+    pub fn contract_pins(&self) -> engine::Contracts {
+        let Some(c) = &self.spec.contracts else {
+            return engine::Contracts::default();
+        };
+        engine::Contracts {
+            mode: match c.mode {
+                server::ContractMode::Trust => engine::ContractMode::Trust,
+                server::ContractMode::Pinned => engine::ContractMode::Pinned,
+            },
+            approved: c
+                .approved
+                .iter()
+                .map(|a| (a.tool.clone(), a.digest.clone()))
+                .collect(),
         }
     }
 }

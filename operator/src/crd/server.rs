@@ -43,6 +43,51 @@ pub struct MCPServerSpec {
     /// Other namespaces whose Grants may name these tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sharing: Option<Sharing>,
+    /// Contract approval: trust each crawled tool contract (the default), or pin each
+    /// tool to the contract a person reviewed (docs/semantics.md, "Contract approval").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contracts: Option<Contracts>,
+}
+
+/// Trust (default): a tool's crawled contract is used as crawled. Pinned: a tool is
+/// eligible only while its crawled contract digest is the approved one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ContractMode {
+    #[default]
+    Trust,
+    Pinned,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+/// Which tool contracts were reviewed and approved, and whether only those may be used.
+pub struct Contracts {
+    /// Trust (default) or Pinned. Under Pinned, a tool with no approved contract is
+    /// `ContractUnapproved` and one whose crawled contract differs from its approved one
+    /// is `ContractChanged`; both are rejected under every profile.
+    #[serde(default)]
+    pub mode: ContractMode,
+    /// The approved contract of each tool, one entry per tool (`mcpgov approve` writes
+    /// them). Entries are kept under Trust too, and count once the mode is Pinned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = 4096),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["tool"])
+    )]
+    pub approved: Vec<ApprovedContract>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+/// One approved tool contract.
+pub struct ApprovedContract {
+    /// The tool's exact name on the server (no globs: an approval is of one contract).
+    #[schemars(regex(pattern = r"^[^\s]+$"), length(min = 1, max = 256))]
+    pub tool: String,
+    /// The approved contract's digest, as the crawler records it in
+    /// `status.tools[].contractDigest`: `sha256:` and 64 lowercase hex digits.
+    #[schemars(regex(pattern = r"^sha256:[0-9a-f]{64}$"), length(max = 71))]
+    pub digest: String,
 }
 
 /// An MCP transport: StreamableHTTP or SSE.
@@ -323,4 +368,89 @@ pub struct MCPServerStatus {
     /// `dataAccess` entries naming tools the server no longer exposes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<DriftEntry>,
+    /// Under `spec.contracts.mode: Pinned`: the tools whose crawled contract is not the
+    /// approved one, with what changed; absent under Trust.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contracts: Option<ContractsStatus>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+/// Contract approval as of the latest crawl (written by the crawler).
+pub struct ContractsStatus {
+    /// Tools pending approval: every crawled tool whose contract is not approved.
+    pub pending_count: i64,
+    /// The first pending tools by name (at most 100), each with a short diff.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<PendingContract>,
+    /// The approved contracts as a crawl last saw them: the digest of each part and a
+    /// bounded excerpt, kept so that a later change can be diffed against them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved: Vec<SeenContract>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+/// A crawled tool whose contract is not the approved one.
+pub struct PendingContract {
+    /// The tool's name on the server.
+    pub tool: String,
+    /// `ContractChanged` (another contract was approved) or `ContractUnapproved`
+    /// (none was).
+    pub reason: String,
+    /// The approved digest, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_digest: Option<String>,
+    /// The crawled digest: what `mcpgov approve` approves.
+    pub crawled_digest: String,
+    /// The parts that differ from the approved contract (title, description,
+    /// inputSchema, outputSchema, annotations); empty when the approved contract was
+    /// never crawled, so its parts are unknown.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+    /// What changed, for people: one bounded line per changed part.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diff: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+/// An approved contract as a crawl saw it.
+pub struct SeenContract {
+    /// The tool's name on the server.
+    pub tool: String,
+    /// The contract digest (the approved one).
+    pub digest: String,
+    /// The digest of each part of the contract.
+    pub parts: ContractPartDigests,
+    /// The title, as the crawler keeps it (escaped, bounded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The start of the description (escaped, at most 512 bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The annotations, as the server declared them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+/// `sha256:` over the RFC 8785 form of each part of a contract; absent when the part is.
+pub struct ContractPartDigests {
+    /// Digest of the title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Digest of the description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Digest of the input schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<String>,
+    /// Digest of the output schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<String>,
+    /// Digest of the annotations (the five known ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<String>,
 }

@@ -31,6 +31,28 @@ impl Api {
             Api::OpenReports => "Report",
         }
     }
+
+    pub fn group(self) -> &'static str {
+        match self {
+            Api::PolicyReport => "wgpolicyk8s.io",
+            Api::OpenReports => "openreports.io",
+        }
+    }
+
+    pub fn version(self) -> &'static str {
+        match self {
+            Api::PolicyReport => "v1alpha2",
+            Api::OpenReports => "v1alpha1",
+        }
+    }
+
+    /// The resource's plural, as RBAC and the API path name it.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Api::PolicyReport => "policyreports",
+            Api::OpenReports => "reports",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -32,6 +32,7 @@ pub fn server(ns: &str, name: &str) -> ServerB {
         data_access: vec![],
         sharing: Sharing::None,
         catalog: Some(Catalog::default()),
+        contracts: Contracts::default(),
     })
 }
 
@@ -103,6 +104,17 @@ impl ServerB {
     pub fn share(mut self, namespaces: &[&str]) -> Self {
         let v: Vec<String> = namespaces.iter().map(|s| s.to_string()).collect();
         self.0.sharing = Sharing::from_list(&v);
+        self
+    }
+    /// Pin the server's contracts to these `(tool, digest)` approvals.
+    pub fn pinned(mut self, approved: &[(&str, &str)]) -> Self {
+        self.0.contracts = Contracts {
+            mode: ContractMode::Pinned,
+            approved: approved
+                .iter()
+                .map(|(t, d)| (t.to_string(), d.to_string()))
+                .collect(),
+        };
         self
     }
     pub fn build(self) -> Object {
