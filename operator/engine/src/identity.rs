@@ -75,7 +75,11 @@ mod tests {
                 .map(|(_, o)| o.clone())
                 .collect();
             let d = Engine::from_snapshot(EngineConfig::default(), fewer);
-            assert_ne!(a.content_digest(), d.content_digest(), "without object {skip}");
+            assert_ne!(
+                a.content_digest(),
+                d.content_digest(),
+                "without object {skip}"
+            );
         }
     }
 }

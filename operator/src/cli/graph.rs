@@ -310,6 +310,7 @@ pub fn mermaid(g: &Graph) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpgov_engine::VerdictKind;
 
     /// The verdict for (agent, tool) over a small estate: `fs::read` reads two
     /// resources under one Deny Policy; `writer` is granted it, `idle` is not.

@@ -2,8 +2,8 @@
 
 use super::input::agent_key;
 use super::{Failure, InputArgs, print_json, print_out};
-use clap::{Args, Subcommand};
 use crate::questions::{self as q, GraphId, Refusal, Snapshot, Visibility};
+use clap::{Args, Subcommand};
 use mcpgov_engine::{Evaluator, ObjKey};
 use serde_json::json;
 
@@ -177,14 +177,16 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
     let all = &Visibility::All;
     match args.question {
         CheckAccess { agent, tool, .. } => {
-            let v = q::check_access(&s, all, q::CheckAccessInput { agent, tool })
-                .map_err(refused)?;
+            let v =
+                q::check_access(&s, all, q::CheckAccessInput { agent, tool }).map_err(refused)?;
             if !v.answer.agent_found {
                 eprintln!("AGENT_NOT_FOUND: no Agent {}", v.answer.agent);
             }
             print_json(&v);
         }
-        UnsafeTools { agent, all: every, .. } => print_json(
+        UnsafeTools {
+            agent, all: every, ..
+        } => print_json(
             &q::unsafe_tools(&s, all, q::UnsafeToolsInput { agent, all: every })
                 .map_err(refused)?,
         ),

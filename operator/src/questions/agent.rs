@@ -2,8 +2,8 @@
 //! its bundle's identity.
 
 use super::{
-    Answer, Published, Refusal, Snapshot, Visibility, answered, bounded, readable_agent,
-    resolve_agent, MAX_CANDIDATES, ProfileArg,
+    Answer, MAX_CANDIDATES, ProfileArg, Published, Refusal, Snapshot, Visibility, answered,
+    bounded, readable_agent, resolve_agent,
 };
 use mcpgov_engine::queries::UnsafeRow;
 use mcpgov_engine::select::{Eligibility, decide, reasons_of, rejects};
@@ -127,7 +127,11 @@ pub fn eligible_tools(
     let key = readable_agent(s, vis, &input.agent)?;
     let profile = match input.profile {
         Some(p) => p.profile(),
-        None => s.engine().agent(&key).map(|a| a.profile).unwrap_or_default(),
+        None => s
+            .engine()
+            .agent(&key)
+            .map(|a| a.profile)
+            .unwrap_or_default(),
     };
     let candidates = if input.tools.is_empty() {
         s.eval
@@ -191,7 +195,11 @@ pub fn explain(
     let key = readable_agent(s, vis, &input.agent)?;
     let profile = match input.profile {
         Some(p) => p.profile(),
-        None => s.engine().agent(&key).map(|a| a.profile).unwrap_or_default(),
+        None => s
+            .engine()
+            .agent(&key)
+            .map(|a| a.profile)
+            .unwrap_or_default(),
     };
     let access = s.eval.check_access(&key, &input.tool);
     let reasons = reasons_of(&access);

@@ -124,7 +124,10 @@ fn namespace_of(reference: &str) -> Option<&str> {
         return None;
     }
     let r = reference.rsplit(' ').next().unwrap_or(reference);
-    let r = r.split_once(':').filter(|(k, _)| !k.is_empty() && !k.contains('/')).map_or(r, |(_, rest)| rest);
+    let r = r
+        .split_once(':')
+        .filter(|(k, _)| !k.is_empty() && !k.contains('/'))
+        .map_or(r, |(_, rest)| rest);
     r.split_once('/').map(|(ns, _)| ns)
 }
 
@@ -199,11 +202,7 @@ pub fn resolve_agent(
 }
 
 /// The agent, when it exists and the caller may read it.
-pub(crate) fn readable_agent(
-    s: &Snapshot,
-    vis: &Visibility,
-    raw: &str,
-) -> Result<ObjKey, Refusal> {
+pub(crate) fn readable_agent(s: &Snapshot, vis: &Visibility, raw: &str) -> Result<ObjKey, Refusal> {
     let key = resolve_agent(s.engine(), raw, s.namespace, vis)?;
     if !vis.can_read(&key.namespace) || s.engine().agent(&key).is_none() {
         return Err(agent_not_found(&key));

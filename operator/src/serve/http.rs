@@ -128,7 +128,10 @@ mod tests {
             vec![("host", "localhost")],
             vec![("host", "LOCALHOST:1")],
             vec![("host", "[::1]:9")],
-            vec![("host", "127.0.0.1:8080"), ("origin", "http://localhost:3000")],
+            vec![
+                ("host", "127.0.0.1:8080"),
+                ("origin", "http://localhost:3000"),
+            ],
             vec![("origin", "https://[::1]")],
             vec![],
         ] {
