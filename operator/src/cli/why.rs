@@ -2,8 +2,8 @@
 //! paths, as readable text, JSON, Graphviz DOT or Mermaid.
 
 use super::graph;
-use super::input::agent_key;
 use super::{Failure, InputArgs, print_json, print_out};
+use crate::questions::{self, Answer, GraphId, Snapshot, Visibility};
 use clap::{Args, ValueEnum};
 use mcpgov_engine::AccessVerdict;
 
@@ -40,25 +40,37 @@ pub struct CheckAccessArgs {
     output: WhyOutput,
 }
 
-fn verdict(input: &InputArgs, agent: &str, tool: &str) -> Result<AccessVerdict, Failure> {
+/// The registry's check-access answer (the verdict and the graph that gave it).
+fn verdict(input: &InputArgs, agent: &str, tool: &str) -> Result<Answer<AccessVerdict>, Failure> {
     let loaded = input.load()?;
     let eval = loaded.engine.evaluator(loaded.now);
-    let key = agent_key(eval.engine(), agent, &loaded.namespace)?;
-    Ok(eval.check_access(&key, tool))
+    let s = Snapshot {
+        eval: &eval,
+        graph: GraphId::of_inputs(&loaded.engine, loaded.live.is_some()),
+        namespace: &loaded.namespace,
+        published: None,
+    };
+    let input = questions::CheckAccessInput {
+        agent: agent.to_string(),
+        tool: tool.to_string(),
+    };
+    questions::check_access(&s, &Visibility::All, input).map_err(super::query::refused)
 }
 
-fn print(v: &AccessVerdict, output: WhyOutput) {
+fn print(answer: &Answer<AccessVerdict>, output: WhyOutput) {
+    let v = &answer.answer;
     match output {
-        WhyOutput::Text => print_out(crate::questions::explain_text(v).as_bytes()),
-        WhyOutput::Json => print_json(v),
+        WhyOutput::Text => print_out(questions::explain_text(v).as_bytes()),
+        WhyOutput::Json => print_json(answer),
         WhyOutput::Dot => print_out(graph::dot(&graph::of_verdict(v)).as_bytes()),
         WhyOutput::Mermaid => print_out(graph::mermaid(&graph::of_verdict(v)).as_bytes()),
     }
 }
 
 pub fn why(a: WhyArgs) -> Result<(), Failure> {
-    let v = verdict(&a.input, &a.agent, &a.tool)?;
-    print(&v, a.output);
+    let answer = verdict(&a.input, &a.agent, &a.tool)?;
+    print(&answer, a.output);
+    let v = &answer.answer;
     if !v.agent_found {
         return Err(Failure::Gate(format!(
             "AGENT_NOT_FOUND: no Agent {}",
@@ -69,10 +81,10 @@ pub fn why(a: WhyArgs) -> Result<(), Failure> {
 }
 
 pub fn check_access(a: CheckAccessArgs) -> Result<(), Failure> {
-    let v = verdict(&a.input, &a.agent, &a.tool)?;
-    if !v.agent_found {
-        eprintln!("AGENT_NOT_FOUND: no Agent {}", v.agent);
+    let answer = verdict(&a.input, &a.agent, &a.tool)?;
+    if !answer.answer.agent_found {
+        eprintln!("AGENT_NOT_FOUND: no Agent {}", answer.answer.agent);
     }
-    print(&v, a.output);
+    print(&answer, a.output);
     Ok(())
 }
