@@ -265,6 +265,7 @@ impl Contracts {
 
 /// Why a pinned tool's crawled contract may not be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ContractState {
     /// A contract was approved for the tool, and the crawled one is another.
     Changed,

@@ -7,7 +7,7 @@ use super::{
 };
 use mcpgov_engine::queries::UnsafeRow;
 use mcpgov_engine::select::{Eligibility, decide, reasons_of, rejects};
-use mcpgov_engine::{AccessVerdict, Decision, Profile, Reason, VerdictKind};
+use mcpgov_engine::{AccessVerdict, Decision, ObjKey, Profile, Reason};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -32,20 +32,11 @@ pub fn check_access(
     let verdict = if vis.can_read(&key.namespace) {
         s.eval.check_access(&key, &input.tool)
     } else {
-        AccessVerdict {
-            agent: key.to_string(),
-            agent_found: false,
-            tool: input.tool,
-            found: None,
-            tool_key: None,
-            candidates: Vec::new(),
-            verdict: VerdictKind::AgentNotFound,
-            granted_by: Vec::new(),
-            deny_paths: Vec::new(),
-            all_authorized: None,
-            drifted: false,
-            unmapped: false,
-        }
+        // The engine's own answer for an agent that does not exist (no object is
+        // named "/"), so the two can never be told apart, whatever fields it gains.
+        let mut absent = s.eval.check_access(&ObjKey::new("", "/"), &input.tool);
+        absent.agent = key.to_string();
+        absent
     };
     Ok(answered(s, verdict))
 }

@@ -90,6 +90,10 @@ fn an_agent_the_caller_may_not_read_is_not_there() {
         // Told exactly as an agent that does not exist.
         let absent = check_access(s, &Visibility::All, ca("ci/ghost", "git_show")).unwrap();
         assert_eq!(absent.answer.verdict, VerdictKind::AgentNotFound);
+        let mut told = hidden.answer.clone();
+        told.agent = absent.answer.agent.clone();
+        assert_eq!(told, absent.answer);
+        assert_eq!(hidden.answer.agent, "ci/ci-bot");
         // A bare name is not resolved into a namespace the caller cannot read.
         let bare = check_access(s, &only(&["default"]), ca("ci-bot", "git_show")).unwrap();
         assert_eq!(bare.answer.agent, "default/ci-bot");
