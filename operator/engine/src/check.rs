@@ -420,6 +420,7 @@ impl Evaluator<'_> {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AuditCounts {
     pub servers: usize,
@@ -440,6 +441,7 @@ pub struct AuditCounts {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AuditReport {
     /// `fail` (a violation, a drifted tool or invalid input), `warn` (any other

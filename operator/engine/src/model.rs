@@ -31,6 +31,7 @@ impl fmt::Display for ObjKey {
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Source {
     Crawled,
     #[default]
@@ -41,6 +42,7 @@ pub enum Source {
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Confidence {
     #[default]
     High,
@@ -50,6 +52,7 @@ pub enum Confidence {
 
 /// Provenance carried by every edge. An edge without evidence is "unbacked".
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Provenance {
     pub source: Source,
@@ -75,6 +78,7 @@ impl Provenance {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Mode {
     Reads,
     Writes,
@@ -261,6 +265,7 @@ impl Contracts {
 
 /// Why a pinned tool's crawled contract may not be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ContractState {
     /// A contract was approved for the tool, and the crawled one is another.
     Changed,
@@ -338,6 +343,7 @@ impl Policy {
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Profile {
     #[default]
     Strict,

@@ -11,6 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Reason {
     NotFound,
     Ambiguous,
@@ -26,6 +27,7 @@ pub enum Reason {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Eligible,
@@ -154,6 +156,7 @@ pub struct Features {
 
 /// eligible-tools: one candidate's decision under a profile.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Eligibility {
     pub tool: String,

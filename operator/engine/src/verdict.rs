@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum VerdictKind {
     AgentNotFound,
@@ -23,6 +24,7 @@ pub enum VerdictKind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Classification {
     Violation,
     AuthorizedButGoverned,
@@ -30,6 +32,7 @@ pub enum Classification {
 
 /// One Agent -> Tool -> [Resource ->] Policy path with its evidence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DenyPath {
     pub policy: String,
@@ -53,6 +56,7 @@ pub struct DenyPath {
 
 /// A CAN_CALL edge: which Grant selector put the tool in reach.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrantEdge {
     pub grant: String,
@@ -62,6 +66,7 @@ pub struct GrantEdge {
 
 /// The answer to "may this agent call this tool?".
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AccessVerdict {
     pub agent: String,

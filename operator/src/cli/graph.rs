@@ -3,8 +3,9 @@
 //! its own syntax, so a name cannot close a string, start a new statement or smuggle
 //! a control byte into a terminal.
 
+use crate::questions::verdict_name;
 use crate::text;
-use mcpgov_engine::{AccessVerdict, Classification, VerdictKind};
+use mcpgov_engine::{AccessVerdict, Classification};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,17 +97,6 @@ impl Graph {
             return;
         }
         self.edges.push(e);
-    }
-}
-
-pub fn verdict_name(v: VerdictKind) -> &'static str {
-    match v {
-        VerdictKind::AgentNotFound => "AGENT_NOT_FOUND",
-        VerdictKind::ToolNotFound => "TOOL_NOT_FOUND",
-        VerdictKind::Ambiguous => "AMBIGUOUS",
-        VerdictKind::NotGranted => "NOT_GRANTED",
-        VerdictKind::Deny => "DENY",
-        VerdictKind::Allow => "ALLOW",
     }
 }
 
@@ -320,6 +310,7 @@ pub fn mermaid(g: &Graph) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpgov_engine::VerdictKind;
 
     /// The verdict for (agent, tool) over a small estate: `fs::read` reads two
     /// resources under one Deny Policy; `writer` is granted it, `idle` is not.
