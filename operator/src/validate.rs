@@ -50,6 +50,9 @@ fn cel_rule(rule: &str) -> Option<fn(&Value) -> bool> {
             let len = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
             len("resources") + len("tools") > 0
         }),
+        "has(self.name) != has(self.pointer)" => {
+            Some(|v| v.get("name").is_some() != v.get("pointer").is_some())
+        }
         _ => None,
     }
 }

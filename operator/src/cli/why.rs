@@ -162,6 +162,7 @@ pub fn explain(v: &AccessVerdict) -> String {
         let class = match p.classification {
             Classification::Violation => "VIOLATION",
             Classification::AuthorizedButGoverned => "EXCEPTION",
+            Classification::GuardedPerCall => "PER-CALL",
         };
         out.push_str(&format!(
             "  {}. {class}  {}\n",

@@ -117,6 +117,16 @@ impl MCPServer {
                         server::AccessMode::Writes => engine::Mode::Writes,
                     },
                     provenance: (&d.provenance).into(),
+                    argument: d.argument.as_ref().map(|a| engine::ArgumentRef {
+                        // A name is the pointer to that member; with neither (the CRD
+                        // refuses it) the empty pointer fails the engine's check.
+                        pointer: match (&a.name, &a.pointer) {
+                            (Some(n), None) => mcpgov_core::percall::pointer_of_name(n),
+                            (None, Some(p)) => p.clone(),
+                            _ => String::new(),
+                        },
+                        template: a.template.clone(),
+                    }),
                 })
                 .collect(),
             sharing: self
@@ -161,6 +171,10 @@ impl Policy {
                 .exceptions
                 .as_ref()
                 .map(|e| e.allowed_namespaces.clone()),
+            enforcement: match self.spec.enforcement {
+                Some(policy::Enforcement::PerCall) => engine::Enforcement::PerCall,
+                Some(policy::Enforcement::Static) | None => engine::Enforcement::Static,
+            },
         }
     }
 }
