@@ -373,17 +373,20 @@ pub struct Resolved {
     pub uris: Vec<String>,
 }
 
+#[derive(Debug)]
 struct CArgument {
     binding: ArgumentBinding,
     declared: Vec<UriPattern>,
 }
 
+#[derive(Debug)]
 struct CExcept {
     /// `None`: the exception covers the whole Policy for this tool.
     pattern: Option<UriPattern>,
     expires: Option<i64>,
 }
 
+#[derive(Debug)]
 struct CGoverned {
     policy: String,
     pattern: UriPattern,
@@ -391,6 +394,7 @@ struct CGoverned {
 }
 
 /// A bundle's `guard`, compiled once at load: what [`CompiledGuard::check`] runs.
+#[derive(Debug)]
 pub struct CompiledGuard {
     arguments: Vec<CArgument>,
     governed: Vec<CGoverned>,
