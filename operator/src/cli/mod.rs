@@ -5,6 +5,7 @@
 //! when no -f is given.
 
 mod check;
+mod checkcall;
 #[cfg(test)]
 mod fuzz;
 mod graph;
