@@ -221,6 +221,38 @@ impl Grant {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_named_argument_is_the_pointer_to_that_member_and_enforcement_defaults_static() {
+        let s: MCPServer = serde_json::from_value(serde_json::json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "MCPServer",
+            "metadata": {"name": "fs", "namespace": "t"},
+            "spec": {"endpoint": {"url": "http://fs:8080/mcp"}, "dataAccess": [
+                {"tool": "a", "resource": "file:///srv/**", "mode": "Reads",
+                 "argument": {"name": "a/b~c", "template": "file://{p}"}},
+                {"tool": "b", "resource": "file:///srv/**", "mode": "Reads",
+                 "argument": {"pointer": "/opts/path", "template": "file://{p}"}},
+                {"tool": "c", "resource": "file:///srv/**", "mode": "Reads"}]}
+        }))
+        .unwrap();
+        let e = s.to_engine("t");
+        let ptr = |i: usize| {
+            e.data_access[i]
+                .argument
+                .as_ref()
+                .map(|a| a.pointer.clone())
+        };
+        assert_eq!(ptr(0).as_deref(), Some("/a~1b~0c"));
+        assert_eq!(ptr(1).as_deref(), Some("/opts/path"));
+        assert_eq!(ptr(2), None);
+        let p: Policy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "Policy",
+            "metadata": {"name": "p", "namespace": "t"},
+            "spec": {"effect": "Deny", "governs": {"resources": [{"uri": "file:///x"}]}}
+        }))
+        .unwrap();
+        assert_eq!(p.to_engine("t").enforcement, engine::Enforcement::Static);
+    }
+
     /// Found by the check fuzzer: `namespace: ""` must not make a namespace named "".
     #[test]
     fn an_empty_namespace_is_the_default_one() {
