@@ -466,17 +466,19 @@ impl CompiledGuard {
     /// against it). Every bound argument must resolve, every reading of it must lie
     /// under a pattern the server declared for it, and none under a governed pattern
     /// that no live exception excuses.
-    pub fn check(&self, arguments: &Value, now: i64) -> Result<Vec<Resolved>, Block> {
+    pub fn check(&self, arguments: &Value, now: i64) -> Result<Vec<Resolved>, Box<Block>> {
         let mut out = Vec::with_capacity(self.arguments.len());
         for a in &self.arguments {
             let pointer = a.binding.pointer();
-            let readings = a.binding.resolve(arguments).map_err(|detail| Block {
-                reason: BlockReason::UnresolvedArgument,
-                argument: pointer.to_string(),
-                uri: None,
-                policy: None,
-                pattern: None,
-                detail,
+            let readings = a.binding.resolve(arguments).map_err(|detail| {
+                Box::new(Block {
+                    reason: BlockReason::UnresolvedArgument,
+                    argument: pointer.to_string(),
+                    uri: None,
+                    policy: None,
+                    pattern: None,
+                    detail,
+                })
             })?;
             // The spellings of one reading differ only by a trailing `/`, which a server
             // undoes: one of them declared is the resource declared. Every reading must
@@ -485,7 +487,7 @@ impl CompiledGuard {
                 .iter()
                 .find(|r| !r.iter().any(|u| a.declared.iter().any(|d| d.matches(u))))
             {
-                return Err(Block {
+                return Err(Box::new(Block {
                     reason: BlockReason::UndeclaredResource,
                     argument: pointer.to_string(),
                     uri: Some(r[0].clone()),
@@ -495,7 +497,7 @@ impl CompiledGuard {
                         "{} is outside every resource the server declares for {pointer}",
                         r[0]
                     ),
-                });
+                }));
             }
             let mut uris: Vec<String> = Vec::with_capacity(4);
             for u in readings.into_iter().flatten() {
@@ -513,7 +515,7 @@ impl CompiledGuard {
                             && e.pattern.as_ref().is_none_or(|p| p.matches(u))
                     });
                     if !excused {
-                        return Err(Block {
+                        return Err(Box::new(Block {
                             reason: BlockReason::DenyViolation,
                             argument: pointer.to_string(),
                             uri: Some(u.clone()),
@@ -524,7 +526,7 @@ impl CompiledGuard {
                                 g.policy,
                                 g.pattern.as_str()
                             ),
-                        });
+                        }));
                     }
                 }
             }

@@ -225,6 +225,7 @@ pub fn guard_allows(
             .flat_map(|r| r.uris.into_iter().take(1))
             .collect()),
         Err(b) => {
+            let b = *b;
             use mcpgov_core::percall::BlockReason;
             let reason = match b.reason {
                 BlockReason::DenyViolation => Reason::DenyViolation,

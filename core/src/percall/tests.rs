@@ -268,7 +268,7 @@ fn server_reading(v: &str, decode: bool) -> Option<Vec<String>> {
             let mut i = 0;
             while i < bytes.len() {
                 if bytes[i] == b'%'
-                    && i + 2 < bytes.len() + 0
+                    && i + 2 < bytes.len()
                     && let Ok(d) = u8::from_str_radix(&s[i + 1..i + 3], 16)
                 {
                     out.push(d);

@@ -414,10 +414,7 @@ impl Evaluator<'_> {
             }
         }
         let engine = self.engine();
-        let mut governed: BTreeMap<
-            (&str, &str),
-            BTreeSet<(String, Option<String>, Option<String>)>,
-        > = BTreeMap::new();
+        let mut governed: BTreeMap<(&str, &str), Excepts> = BTreeMap::new();
         for p in guarded {
             let except = governed
                 .entry((p.policy_name.as_str(), p.binding.as_str()))
@@ -469,6 +466,9 @@ impl Evaluator<'_> {
         })
     }
 }
+
+/// A governed pattern's exceptions: (Grant, resource, expiry), sorted.
+type Excepts = BTreeSet<(String, Option<String>, Option<String>)>;
 
 /// RFC 3339 in UTC with whole seconds: a sub-second expiry is written at the second
 /// before it, so a gateway stops the tool no later than the engine would.
