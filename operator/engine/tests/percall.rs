@@ -175,3 +175,25 @@ fn the_agents_exceptions_travel_with_the_governed_pattern() {
     // The exception's resource does not cover the whole path: still guarded.
     assert_eq!(tool_of(&e, "read_file").1, [Reason::GuardedPerCall]);
 }
+
+#[test]
+fn switching_enforcement_or_a_binding_moves_the_decision_incrementally() {
+    let mut e = engine(estate(false, true, Profile::Strict));
+    assert_eq!(tool_of(&e, "read_file").0, Decision::Rejected);
+    let per_call = deny("mcpgov-system", "no-dotenv")
+        .resource("file:///**/.env")
+        .per_call()
+        .build();
+    let impact = e.apply(per_call);
+    assert!(impact.agents.contains(&key("team/bot")), "{impact:?}");
+    assert_eq!(tool_of(&e, "read_file").0, Decision::Eligible);
+    // The binding goes: the same Policy is a static violation again.
+    let unbound = estate(true, false, Profile::Strict).remove(0);
+    let impact = e.apply(unbound);
+    assert!(impact.agents.contains(&key("team/bot")), "{impact:?}");
+    assert_eq!(tool_of(&e, "read_file").0, Decision::Rejected);
+    // And a fresh engine agrees with the incremental one.
+    let fresh = engine(estate(true, false, Profile::Strict));
+    let bytes = |e: &Engine| e.evaluator(now()).bundle(&key("team/bot")).unwrap().bytes;
+    assert_eq!(bytes(&e), bytes(&fresh));
+}
