@@ -33,6 +33,8 @@ impl Evaluator<'_> {
                     Classification::AuthorizedButGoverned => {
                         (FindingKind::Exception, "AuthorizedButGoverned")
                     }
+                    // Reach the gateway decides call by call: a note, not a violation.
+                    Classification::GuardedPerCall => (FindingKind::Exception, "GuardedPerCall"),
                 };
                 let message = match (&p.exception_reason, &p.undecided) {
                     (Some(r), _) => format!("{} reaches {} (exception: {r})", t.id, p.policy),

@@ -28,6 +28,9 @@ pub enum VerdictKind {
 pub enum Classification {
     Violation,
     AuthorizedButGoverned,
+    /// A per-call Policy reached through an argument-bound edge, not excused: the
+    /// gateway decides each call (never produced for Static Policies).
+    GuardedPerCall,
 }
 
 /// One Agent -> Tool -> [Resource ->] Policy path with its evidence.
@@ -265,6 +268,8 @@ impl<'e> Evaluator<'e> {
             path,
             classification: if exception.is_some() {
                 Classification::AuthorizedButGoverned
+            } else if p.per_call {
+                Classification::GuardedPerCall
             } else {
                 Classification::Violation
             },
@@ -328,10 +333,11 @@ impl<'e> Evaluator<'e> {
             v.verdict = VerdictKind::Allow;
         } else {
             v.verdict = VerdictKind::Deny;
+            // Guarded paths are decided per call: authorized here, as excused ones are.
             v.all_authorized = Some(
                 v.deny_paths
                     .iter()
-                    .all(|p| p.classification == Classification::AuthorizedButGoverned),
+                    .all(|p| p.classification != Classification::Violation),
             );
         }
         v

@@ -129,7 +129,10 @@ pub fn of_verdict(v: &AccessVerdict) -> Graph {
     for p in &v.deny_paths {
         let style = match p.classification {
             Classification::Violation => Style::Violation,
-            Classification::AuthorizedButGoverned => Style::Exception,
+            // Decided per call by the gateway: drawn as reach that is not a violation.
+            Classification::AuthorizedButGoverned | Classification::GuardedPerCall => {
+                Style::Exception
+            }
         };
         // path: node, EDGE, node, EDGE, node ...
         let mut prev: Option<usize> = None;

@@ -6,6 +6,7 @@
 
 mod approve;
 mod check;
+mod checkcall;
 #[cfg(test)]
 mod fuzz;
 mod graph;

@@ -30,6 +30,18 @@ enum Question {
         agent: String,
         tool: String,
     },
+    /// What the gateway would decide for one call of TOOL by AGENT with these
+    /// arguments (bundle decision, expiry and per-call guard; the live contract is not
+    /// checked offline), with the evidence.
+    CheckCall {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+        tool: String,
+        /// The call's `arguments`, a JSON object.
+        #[arg(long, default_value = "{}")]
+        arguments: String,
+    },
     /// Tools AGENT can call that reach a Deny-governed resource or tool.
     UnsafeTools {
         #[command(flatten)]
@@ -150,6 +162,7 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
     use Question::*;
     let input = match &args.question {
         CheckAccess { input, .. }
+        | CheckCall { input, .. }
         | UnsafeTools { input, .. }
         | BlastRadius { input, .. }
         | Drift { input }
@@ -183,6 +196,17 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
                 eprintln!("AGENT_NOT_FOUND: no Agent {}", v.answer.agent);
             }
             print_json(&v);
+        }
+        CheckCall {
+            agent,
+            tool,
+            arguments,
+            ..
+        } => {
+            let key = existing_agent(&eval, &agent, &ns)?;
+            print_json(&super::checkcall::check_call(
+                &eval, &key, &tool, &arguments,
+            )?);
         }
         UnsafeTools {
             agent, all: every, ..

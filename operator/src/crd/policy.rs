@@ -39,6 +39,19 @@ pub struct PolicySpec {
     /// Who may declare expected exceptions to this Policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exceptions: Option<ExceptionRules>,
+    /// Static (default): reaching a governed resource is a violation. PerCall: a tool
+    /// that reaches this Policy only through argument-bound dataAccess stays eligible
+    /// (reason GuardedPerCall) and the gateway blocks each call whose argument names a
+    /// governed resource (docs/semantics.md, "Per-call enforcement").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<Enforcement>,
+}
+
+/// How a Deny is enforced: Static or PerCall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Enforcement {
+    Static,
+    PerCall,
 }
 
 /// A Policy's effect: Deny or Allow.

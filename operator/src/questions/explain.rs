@@ -42,7 +42,16 @@ pub fn explain_text(v: &AccessVerdict) -> String {
                 .iter()
                 .filter(|p| p.classification == Classification::Violation)
                 .count();
-            if violations == 0 {
+            let guarded = v
+                .deny_paths
+                .iter()
+                .any(|p| p.classification == Classification::GuardedPerCall);
+            if violations == 0 && guarded {
+                format!(
+                    "granted; each of {} deny path(s) is an authorized exception or checked per call by the gateway",
+                    v.deny_paths.len()
+                )
+            } else if violations == 0 {
                 format!(
                     "granted; every one of {} deny path(s) is an authorized exception",
                     v.deny_paths.len()
@@ -87,6 +96,7 @@ pub fn explain_text(v: &AccessVerdict) -> String {
         let class = match p.classification {
             Classification::Violation => "VIOLATION",
             Classification::AuthorizedButGoverned => "EXCEPTION",
+            Classification::GuardedPerCall => "PER-CALL",
         };
         out.push_str(&format!(
             "  {}. {class}  {}\n",
