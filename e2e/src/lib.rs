@@ -356,6 +356,8 @@ pub struct McpServer {
     pub port: u16,
     pub url: String,
     pub sse_url: Option<String>,
+    /// The directory a filesystem-* server serves (its MCP_FS_ROOT).
+    pub fs_root: Option<String>,
 }
 
 fn mcp_scripts() -> PathBuf {
@@ -388,6 +390,7 @@ impl McpServer {
             port: 0,
             url: String::new(),
             sse_url: None,
+            fs_root: None,
         };
         s.launch();
         s
@@ -420,6 +423,7 @@ impl McpServer {
         };
         self.url = var("MCP_URL").expect("MCP_URL");
         self.sse_url = var("MCP_SSE_URL");
+        self.fs_root = var("MCP_FS_ROOT");
         self.port = var("MCP_PORT")
             .and_then(|p| p.parse().ok())
             .expect("MCP_PORT");

@@ -11,6 +11,8 @@ pub mod crawler;
 pub mod crd;
 pub mod manifest;
 pub mod names;
+pub mod questions;
 pub mod reports;
+pub mod serve;
 pub mod text;
 pub mod validate;

@@ -201,7 +201,7 @@ fn log_directives(env: Option<&str>) -> String {
     }
 }
 
-fn init_logging() {
+pub(super) fn init_logging() {
     let env = std::env::var("RUST_LOG").ok();
     let filter = tracing_subscriber::EnvFilter::try_new(log_directives(env.as_deref()))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_directives(None)));
