@@ -1,14 +1,15 @@
-//! The seam between the live index and its readers (the webhook now, the operator's
-//! MCP endpoint next): the index sends every change it makes to its engine down a
+//! The seam between the live index and its readers (the webhook and the operator's MCP
+//! listener): the index sends every change it makes to its engine down a
 //! channel ([`Feed`]), and a [`Mirror`] applies them to an engine of its own. Readers
 //! lock the mirror, never the index: a slow review cannot delay the controller, and a
 //! what-if may change the mirror (a scratch copy) as long as it puts it back before
 //! unlocking. Costs a second compiled engine in memory.
 
+use crate::questions::Published;
 use mcpgov_engine::{Engine, EngineConfig, Kind, ObjKey, Object};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::mpsc;
 
 pub enum Change {
@@ -18,9 +19,12 @@ pub enum Change {
     Enforce(ObjKey, bool),
 }
 
+/// Published bundles by agent (read by the MCP listener's `bundle_identity`).
+pub type Bundles = Arc<RwLock<BTreeMap<ObjKey, Published>>>;
+
 /// The index's end: sending never blocks the controller.
 #[derive(Clone, Debug)]
-pub struct Feed(mpsc::UnboundedSender<Change>);
+pub struct Feed(mpsc::UnboundedSender<Change>, Bundles);
 
 impl Feed {
     pub fn apply(&self, o: &Object) {
@@ -31,6 +35,15 @@ impl Feed {
     }
     pub fn enforce(&self, policy: &ObjKey, on: bool) {
         let _ = self.0.send(Change::Enforce(policy.clone(), on));
+    }
+    /// A bundle ConfigMap the index holds now (`Some`) or no more (`None`); the
+    /// engine does not see bundles, so this skips the channel.
+    pub fn bundle(&self, agent: ObjKey, published: Option<Published>) {
+        let mut b = self.1.write().unwrap_or_else(|e| e.into_inner());
+        match published {
+            Some(p) => b.insert(agent, p),
+            None => b.remove(&agent),
+        };
     }
 }
 
@@ -46,6 +59,7 @@ pub struct Mirror {
     pub state: Arc<Mutex<State>>,
     /// The index has listed every watched kind (the mirror is then complete).
     pub ready: Arc<AtomicBool>,
+    pub bundles: Bundles,
 }
 
 impl Mirror {
@@ -63,6 +77,7 @@ pub fn spawn(config: EngineConfig, ready: Arc<AtomicBool>) -> (Feed, Mirror) {
             enforced: BTreeSet::new(),
         })),
         ready,
+        bundles: Bundles::default(),
     };
     let state = mirror.state.clone();
     tokio::spawn(async move {
@@ -80,7 +95,7 @@ pub fn spawn(config: EngineConfig, ready: Arc<AtomicBool>) -> (Feed, Mirror) {
             .await;
         }
     });
-    (Feed(tx), mirror)
+    (Feed(tx, mirror.bundles.clone()), mirror)
 }
 
 pub fn apply(s: &mut State, c: Change) {

@@ -47,6 +47,55 @@ pub struct OperatorArgs {
     policy_reports: PolicyReports,
     #[command(flatten)]
     admission: AdmissionArgs,
+    #[command(flatten)]
+    mcp: McpArgs,
+}
+
+/// The governance questions over MCP (docs/mcp-server.md); off unless a listen
+/// address is given. Every replica serves them from its live index.
+#[derive(Args, Clone, Debug)]
+pub struct McpArgs {
+    /// Serve streamable HTTP MCP at http://ADDR/mcp (e.g. 0.0.0.0:8090).
+    #[arg(long, env = "MCPGOV_MCP_LISTEN")]
+    mcp_listen: Option<SocketAddr>,
+    /// Audiences a caller's bearer token must be for (TokenReview); an empty value
+    /// accepts the API server's own audience.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "mcpgov",
+        env = "MCPGOV_MCP_TOKEN_AUDIENCES"
+    )]
+    mcp_token_audiences: Vec<String>,
+    /// Answer without tokens, reading everything: development only, and refused unless
+    /// --mcp-listen is a loopback address.
+    #[arg(long, env = "MCPGOV_MCP_ALLOW_UNAUTHENTICATED")]
+    mcp_allow_unauthenticated: bool,
+}
+
+impl McpArgs {
+    fn config(&self) -> Result<Option<crate::serve::live::Config>, Failure> {
+        let Some(listen) = self.mcp_listen else {
+            if self.mcp_allow_unauthenticated {
+                return Err(Failure::Input(
+                    "--mcp-allow-unauthenticated needs --mcp-listen".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let config = crate::serve::live::Config {
+            listen,
+            allow_unauthenticated: self.mcp_allow_unauthenticated,
+            audiences: self
+                .mcp_token_audiences
+                .iter()
+                .map(|a| a.trim().to_string())
+                .filter(|a| !a.is_empty())
+                .collect(),
+        };
+        config.check().map_err(Failure::Input)?;
+        Ok(Some(config))
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,8 +271,10 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
         "starting mcpgov operator"
     );
     let admission = a.admission.config()?;
+    let mcp = a.mcp.config()?;
     let config = crate::controller::Config {
         admission,
+        mcp,
         namespace: a.namespace,
         governance_namespace: a.governance_namespace,
         listen: a.listen,

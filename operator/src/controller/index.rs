@@ -506,7 +506,13 @@ impl Index {
                 if let Some(cm) = watch::decode::<ConfigMap>(obj, kind, &self.metrics)
                     && !self.older_than_written(kind, &key, &cm.metadata)
                 {
-                    self.configmaps.insert(key, super::bundles::held(cm));
+                    let cm = super::bundles::held(cm);
+                    if let Some(f) = &self.feed
+                        && let Some((agent, p)) = crate::serve::live::published_of(&cm)
+                    {
+                        f.bundle(agent, Some(p));
+                    }
+                    self.configmaps.insert(key, cm);
                 }
             }
         }
@@ -544,6 +550,9 @@ impl Index {
                 if let Some(cm) = self.configmaps.remove(key)
                     && let Some((agent, _)) = super::bundles::owner(&cm)
                 {
+                    if let Some(f) = &self.feed {
+                        f.bundle(ObjKey::new(&key.namespace, agent), None);
+                    }
                     self.dirty.agents.insert(ObjKey::new(&key.namespace, agent));
                 }
                 None

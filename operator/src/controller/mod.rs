@@ -43,6 +43,8 @@ pub struct Config {
     pub election: Option<leader::Election>,
     /// The admission webhook, served by every replica; `None`: off.
     pub admission: Option<crate::admission::Config>,
+    /// The governance questions over MCP, served by every replica; `None`: off.
+    pub mcp: Option<crate::serve::live::Config>,
     /// Write findings as reports in this API (`--policy-reports`); `None`: off.
     pub policy_reports: Option<crate::reports::Api>,
 }
@@ -57,18 +59,34 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listen = config.listen;
     let (http_ready, http_metrics) = (ready.clone(), metrics.clone());
     let server = tokio::spawn(async move { http::serve(listen, http_ready, http_metrics).await });
+    // The mirror of the index: read by the webhook and the MCP listener.
     let mut feed = None;
+    let mut mirror = None;
+    if config.admission.is_some() || config.mcp.is_some() {
+        let engine_config = mcpgov_engine::EngineConfig {
+            governance_namespace: config.governance_namespace.clone(),
+        };
+        let (f, m) = crate::admission::mirror::spawn(engine_config, ready.clone());
+        feed = Some(f);
+        mirror = Some(m);
+    }
     let admission = match config.admission.clone() {
         Some(a) => {
-            let engine_config = mcpgov_engine::EngineConfig {
-                governance_namespace: config.governance_namespace.clone(),
-            };
-            let (f, mirror) = crate::admission::mirror::spawn(engine_config, ready.clone());
-            feed = Some(f);
-            let (c, g) = (client.clone(), config.governance_namespace.clone());
-            tokio::spawn(async move { crate::admission::run(c, a, g, Some(mirror)).await })
+            let (c, g, m) = (
+                client.clone(),
+                config.governance_namespace.clone(),
+                mirror.clone(),
+            );
+            tokio::spawn(async move { crate::admission::run(c, a, g, m).await })
         }
         None => tokio::spawn(std::future::pending()),
+    };
+    let mcp = match (config.mcp.clone(), mirror) {
+        (Some(m), Some(mirror)) => {
+            let c = client.clone();
+            tokio::spawn(async move { crate::serve::live::run(c, m, mirror, |_| {}).await })
+        }
+        _ => tokio::spawn(std::future::pending()),
     };
     let (leadership, lease_task) = match &config.election {
         Some(e) => {
@@ -123,6 +141,11 @@ pub async fn run(config: Config) -> Result<(), String> {
             Ok(Ok(())) => Err("admission server stopped".into()),
             Ok(Err(e)) => Err(e),
             Err(e) => Err(format!("admission server task: {e}")),
+        },
+        r = mcp => match r {
+            Ok(Ok(())) => Err("MCP server stopped".into()),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(format!("MCP server task: {e}")),
         },
         _ = tokio::signal::ctrl_c() => {
             tracing::info!("interrupted; stopping");

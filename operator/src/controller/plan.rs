@@ -816,6 +816,7 @@ mod plan_tests {
             net: Default::default(),
             election: None,
             admission: None,
+            mcp: None,
             policy_reports: None,
         };
         let (specs, _) = tokio::sync::watch::channel(Default::default());

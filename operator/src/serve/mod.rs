@@ -4,6 +4,8 @@
 //! answer as structured content (and as text, for clients that read only text).
 
 mod http;
+pub mod live;
+pub mod tenancy;
 
 pub use http::{MAX_REQUEST_BYTES, foreign_host_or_origin, listen};
 
@@ -59,22 +61,54 @@ impl Estate {
     }
 }
 
-/// The MCP face of an [`Estate`]: tools only, every one read-only.
+/// What answers: files loaded once, or the operator's live index.
+#[derive(Clone)]
+enum Source {
+    Offline(Arc<Estate>),
+    Live(Arc<live::Live>),
+}
+
+/// The MCP face of an [`Estate`] or of the live index: tools only, every one read-only.
 #[derive(Clone)]
 pub struct Governance {
-    estate: Arc<Estate>,
+    source: Source,
     tools: Arc<Vec<Tool>>,
-    visibility: Visibility,
+    /// `None`: each HTTP request carries its caller (the operator's listener).
+    visibility: Option<Visibility>,
 }
 
 impl Governance {
     /// Offline: every caller reads everything.
     pub fn new(estate: Arc<Estate>) -> Governance {
         Governance {
-            estate,
+            source: Source::Offline(estate),
             tools: Arc::new(tools()),
-            visibility: Visibility::All,
+            visibility: Some(Visibility::All),
         }
+    }
+
+    /// The operator's listener: answers from the live index, each limited to what the
+    /// caller the listener authenticated may read.
+    pub fn live(live: Arc<live::Live>) -> Governance {
+        Governance {
+            source: Source::Live(live),
+            tools: Arc::new(tools()),
+            visibility: None,
+        }
+    }
+
+    /// The visibility of this call: fixed, or the caller its HTTP request was
+    /// authenticated as. No caller: no answer (fail closed).
+    fn visibility(&self, context: &RequestContext<RoleServer>) -> Result<Visibility, ErrorData> {
+        if let Some(v) = &self.visibility {
+            return Ok(v.clone());
+        }
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<Arc<tenancy::Caller>>())
+            .map(|c| c.visibility.clone())
+            .ok_or_else(|| ErrorData::invalid_request("unauthenticated", None))
     }
 }
 
@@ -120,7 +154,7 @@ impl ServerHandler for Governance {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(q) = questions::find(&request.name) else {
             // The protocol's answer to a tool that is not listed.
@@ -130,12 +164,15 @@ impl ServerHandler for Governance {
             ));
         };
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let estate = self.estate.clone();
-        let vis = self.visibility.clone();
+        let vis = self.visibility(&context)?;
+        let source = self.source.clone();
         // Answers are CPU work on a shared engine: off the async workers.
-        let result = tokio::task::spawn_blocking(move || estate.answer(q, &vis, args))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("the question failed: {e}"), None))?;
+        let result = tokio::task::spawn_blocking(move || match source {
+            Source::Offline(estate) => estate.answer(q, &vis, args),
+            Source::Live(live) => live.answer(q, &vis, args),
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("the question failed: {e}"), None))?;
         Ok(match result {
             Ok(answer) => CallToolResult::structured(answer),
             Err(r) => CallToolResult::error(vec![ContentBlock::text(r.message().to_string())]),
