@@ -110,13 +110,14 @@ impl Operator {
     /// governance namespace. Only for a test binary of its own: it writes status in
     /// every namespace, so it must not run beside other tests' operators.
     pub async fn start_all_namespaces(governance: &str) -> Operator {
-        let op = Self::spawn_scoped(
-            None,
-            governance,
-            300,
-            &["--crawl-concurrency", "0"],
-            "info,mcpgov=debug",
-        );
+        Self::start_all_namespaces_with(governance, &[]).await
+    }
+
+    /// [`Operator::start_all_namespaces`] with more flags.
+    pub async fn start_all_namespaces_with(governance: &str, extra: &[&str]) -> Operator {
+        let mut flags = vec!["--crawl-concurrency", "0"];
+        flags.extend_from_slice(extra);
+        let op = Self::spawn_scoped(None, governance, 300, &flags, "info,mcpgov=debug");
         op.wait_ready().await;
         op
     }
