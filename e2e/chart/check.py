@@ -259,6 +259,10 @@ def check_docs(docs, v):
     is_adm = lambda d: (d.get("metadata") or {}).get("name") == adm_name
     check_admission(c, docs, v, adm_name, deps)
     docs = [d for d in docs if not is_adm(d)]
+    # --- MCP listener (its Service and RBAC)
+    mcp_name = f"{release}-mcp"
+    check_mcp(c, docs, v, mcp_name, deps)
+    docs = [d for d in docs if (d.get("metadata") or {}).get("name") != mcp_name]
 
     # --- RBAC
     crs, crbs = by_kind(docs, "ClusterRole"), by_kind(docs, "ClusterRoleBinding")
@@ -403,7 +407,8 @@ def check_docs(docs, v):
                      f"crawler ipBlocks {blocks}")
             c.expect([p["port"] for p in crawl[0].get("ports", [])] == npv["crawler"]["ports"], "crawler ports")
         ing = np["spec"]["ingress"]
-        want_ports = ["http-metrics"] + (["admission"] if v["admission"]["enabled"] else [])
+        want_ports = (["http-metrics"] + (["admission"] if v["admission"]["enabled"] else [])
+                      + (["mcp"] if v["mcp"]["enabled"] else []))
         c.expect([r["ports"][0]["port"] for r in ing] == want_ports and all(len(r["ports"]) == 1 for r in ing),
                  f"ingress is not {want_ports} only")
 
@@ -482,6 +487,49 @@ def check_admission(c, docs, v, name, deps):
                      f"admission {d['kind']} subjects {subj}")
 
 
+def check_mcp(c, docs, v, name, deps):
+    """The MCP listener: off by default; when on, its flags, port, Service, and RBAC of
+    exactly TokenReview and SubjectAccessReview creation (docs/mcp-server.md)."""
+    m = v["mcp"]
+    ns = v["_namespace"]
+    objs = [d for d in docs if (d.get("metadata") or {}).get("name") == name]
+    args = deps[0]["spec"]["template"]["spec"]["containers"][0]["args"] if deps else []
+    ports = {p["name"]: p for p in (deps[0]["spec"]["template"]["spec"]["containers"][0].get("ports", [])
+                                    if deps else [])}
+    if not m["enabled"]:
+        c.expect(not objs, "MCP objects rendered with mcp.enabled=false")
+        c.expect(not any(x.startswith("--mcp") for x in args), "MCP flags while off")
+        c.expect("mcp" not in ports, "MCP port while off")
+        return
+    def flag(f):
+        return args[args.index(f) + 1] if f in args else None
+    c.expect(flag("--mcp-listen") == f"0.0.0.0:{m['port']}", "--mcp-listen")
+    c.expect(flag("--mcp-token-audiences") == ",".join(m["tokenAudiences"]), "--mcp-token-audiences")
+    c.expect("--mcp-allow-unauthenticated" not in args, "the chart never serves MCP unauthenticated")
+    c.expect(ports.get("mcp", {}).get("containerPort") == m["port"], "no mcp containerPort")
+    svcs = [d for d in objs if d["kind"] == "Service"]
+    if c.expect(len(svcs) == 1, f"{len(svcs)} MCP Services"):
+        p = svcs[0]["spec"]["ports"]
+        c.expect(p == [{"name": "http-mcp", "port": m["service"]["port"], "targetPort": "mcp", "protocol": "TCP"}],
+                 f"MCP Service ports {p}")
+        c.expect(svcs[0]["metadata"]["namespace"] == ns, "MCP Service namespace")
+    rbac = v["rbac"]["create"]
+    kinds = sorted(d["kind"] for d in objs if d["kind"] != "Service")
+    c.expect(kinds == (["ClusterRole", "ClusterRoleBinding"] if rbac else []), f"MCP RBAC objects {kinds}")
+    for d in objs:
+        if d["kind"] == "ClusterRole":
+            got = sorted(norm_rule(r) for r in d["rules"])
+            want = sorted([(("authentication.k8s.io",), ("tokenreviews",), (), ("create",)),
+                           (("authorization.k8s.io",), ("subjectaccessreviews",), (), ("create",))])
+            c.expect(got == want, f"MCP ClusterRole rules {got}")
+        if d["kind"] == "ClusterRoleBinding" and deps:
+            c.expect(d["roleRef"]["name"] == name, "MCP ClusterRoleBinding roleRef")
+            subj = d["subjects"]
+            c.expect(subj == [{"kind": "ServiceAccount", "namespace": ns,
+                               "name": deps[0]["spec"]["template"]["spec"]["serviceAccountName"]}],
+                     f"MCP ClusterRoleBinding subjects {subj}")
+
+
 def selftest(path, values_path):
     """The checker must notice a broken rendering: mutate the default one, expect failures."""
     import copy
@@ -530,6 +578,12 @@ def selftest(path, values_path):
          "tenant ClusterRoles"),
         ("/readyz probe gone", lambda d: ctr(d).pop("readinessProbe"), "readinessProbe"),
         ("/tmp not writable", lambda d: ctr(d).pop("volumeMounts"), "emptyDir at /tmp"),
+        ("an MCP Service while mcp is off", lambda d: d.append(
+            {"apiVersion": "v1", "kind": "Service",
+             "metadata": {"name": "mcpgov-mcp", "namespace": "mcpgov-system"}, "spec": {}}),
+         "MCP objects rendered"),
+        ("an MCP flag while mcp is off", lambda d: ctr(d)["args"].append("--mcp-listen")
+         or ctr(d)["args"].append("127.0.0.1:1"), "MCP flags while off"),
         ("a webhook configuration while admission is off", lambda d: d.append(
             {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
              "metadata": {"name": "x", "labels": ctr(d) and by_kind(d, "Deployment")[0]["metadata"]["labels"]},

@@ -48,7 +48,7 @@ RELEASE=mcpgov
 NS=mcpgov-system
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgov-chart.XXXXXX")"
 STATE="$WORK/control-plane"
-VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac no-tenant-roles admission reports full)
+VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac no-tenant-roles admission mcp reports full)
 
 passed=0
 failed=0

@@ -92,3 +92,8 @@ off (policyReports "off" or false).
 {{- $v := .Values.policyReports | default "off" | toString -}}
 {{- if has $v (list "policyreport" "openreports") -}}{{ $v }}{{- end -}}
 {{- end }}
+
+{{/* The MCP listener's Service and its review ClusterRole. */}}
+{{- define "mcpgov.mcpName" -}}
+{{- printf "%s-mcp" (include "mcpgov.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
