@@ -190,8 +190,9 @@ async fn each_team_asks_over_mcp_and_sees_only_its_own() {
         .await;
         assert_eq!(verdict(&r), "DENY", "{r}");
         let graph = &r["structuredContent"]["graph"];
+        let instance = graph["instance"].as_str().unwrap();
         assert!(
-            graph["instance"].as_str().unwrap().starts_with("mirror-"),
+            instance.len() == 16 && instance.bytes().all(|b| b.is_ascii_hexdigit()),
             "{graph}"
         );
         assert!(graph["generation"].as_u64().unwrap() > 0, "{graph}");
@@ -245,6 +246,12 @@ async fn each_team_asks_over_mcp_and_sees_only_its_own() {
         assert_eq!(published["sha256"], answer["sha256"], "{r}");
         assert_eq!(answer["upToDate"], true);
         assert!(published["revision"].as_i64().unwrap() >= 1, "{r}");
+        // The same graph instance published the bundle and answers.
+        assert_eq!(published["instance"], answer["graph"]["instance"], "{r}");
+        assert!(
+            published["generation"].as_u64().unwrap() <= answer["graph"]["generation"].as_u64().unwrap(),
+            "{r}"
+        );
         let cm: k8s_openapi::api::core::v1::ConfigMap = kube::Api::namespaced(client.clone(), mine)
             .get(published["configMap"].as_str().unwrap())
             .await

@@ -81,13 +81,6 @@ pub async fn run(config: Config) -> Result<(), String> {
         }
         None => tokio::spawn(std::future::pending()),
     };
-    let mcp = match (config.mcp.clone(), mirror) {
-        (Some(m), Some(mirror)) => {
-            let c = client.clone();
-            tokio::spawn(async move { crate::serve::live::run(c, m, mirror, |_| {}).await })
-        }
-        _ => tokio::spawn(std::future::pending()),
-    };
     let (leadership, lease_task) = match &config.election {
         Some(e) => {
             let (l, t) = leader::elect(client.clone(), e).await?;
@@ -114,7 +107,19 @@ pub async fn run(config: Config) -> Result<(), String> {
     );
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
     let (jobs_tx, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mcp_config = config.mcp.clone();
     let mut index = index::Index::new(config, metrics, ready, specs_tx, leadership);
+    // Answers name the index's graph instance: the mirror takes in the same changes in
+    // the same order, so its generations are the index's.
+    let mcp = match (mcp_config, mirror) {
+        (Some(m), Some(mirror)) => {
+            let (c, instance) = (client.clone(), index.instance.clone());
+            tokio::spawn(
+                async move { crate::serve::live::run(c, m, mirror, instance, |_| {}).await },
+            )
+        }
+        _ => tokio::spawn(std::future::pending()),
+    };
     index.report_writer = Some(writer.clone());
     index.feed = feed;
     writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());

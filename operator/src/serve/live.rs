@@ -57,17 +57,17 @@ impl Config {
 /// The live index as the questions read it.
 pub struct Live {
     mirror: Mirror,
-    /// Random per process: the mirror's generations count from its start.
+    /// The index's graph instance (random per process).
     instance: String,
     /// The namespace of bare agent names.
     namespace: String,
 }
 
 impl Live {
-    pub fn new(mirror: Mirror) -> Live {
+    pub fn new(mirror: Mirror, instance: String) -> Live {
         Live {
             mirror,
-            instance: format!("mirror-{:016x}", rand::random::<u64>()),
+            instance,
             namespace: "default".into(),
         }
     }
@@ -154,13 +154,23 @@ pub fn published_of(cm: &ConfigMap) -> Option<(ObjKey, Published)> {
     ))
 }
 
-#[derive(Clone)]
-struct Gate {
+struct Gate<R> {
     /// `None`: unauthenticated (loopback, development).
-    auth: Option<Arc<Authenticator<tenancy::Kube>>>,
+    auth: Option<Arc<Authenticator<R>>>,
     live: Arc<Live>,
     sessions: Arc<LocalSessionManager>,
     in_flight: Arc<Semaphore>,
+}
+
+impl<R> Clone for Gate<R> {
+    fn clone(&self) -> Self {
+        Gate {
+            auth: self.auth.clone(),
+            live: self.live.clone(),
+            sessions: self.sessions.clone(),
+            in_flight: self.in_flight.clone(),
+        }
+    }
 }
 
 /// Serve until the process stops. `ready` gets the bound address.
@@ -168,36 +178,17 @@ pub async fn run(
     client: kube::Client,
     config: Config,
     mirror: Mirror,
+    instance: String,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), String> {
     config.check()?;
-    let live = Arc::new(Live::new(mirror));
-    let gov = Governance::live(live.clone());
-    let sessions = Arc::new(LocalSessionManager::default());
-    // Any Host: the Service's names reach it; browsers cannot attach a bearer token
-    // to a rebinding attack, and the unauthenticated mode keeps serve's guard.
-    let service: StreamableHttpService<Governance, LocalSessionManager> =
-        StreamableHttpService::new(
-            move || Ok(gov.clone()),
-            sessions.clone(),
-            StreamableHttpServerConfig::default()
-                .with_max_request_body_bytes(MAX_REQUEST_BYTES)
-                .disable_allowed_hosts(),
-        );
-    let gate = Gate {
-        auth: (!config.allow_unauthenticated).then(|| {
-            Arc::new(Authenticator::new(tenancy::Kube {
-                client,
-                audiences: config.audiences.clone(),
-            }))
-        }),
-        live,
-        sessions,
-        in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
-    };
-    let app = Router::new()
-        .nest_service("/mcp", service)
-        .layer(axum::middleware::from_fn_with_state(gate, guard));
+    let auth = (!config.allow_unauthenticated).then(|| {
+        Arc::new(Authenticator::new(tenancy::Kube {
+            client,
+            audiences: config.audiences.clone(),
+        }))
+    });
+    let app = router(auth, mirror, instance);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .map_err(|e| format!("MCP listener on {}: {e}", config.listen))?;
@@ -211,9 +202,39 @@ pub async fn run(
         .map_err(|e| format!("MCP server: {e}"))
 }
 
+/// `/mcp` over the mirror, behind the guard (`auth` `None`: unauthenticated).
+pub fn router<R: tenancy::Reviews>(
+    auth: Option<Arc<Authenticator<R>>>,
+    mirror: Mirror,
+    instance: String,
+) -> Router {
+    let live = Arc::new(Live::new(mirror, instance));
+    let gov = Governance::live(live.clone());
+    let sessions = Arc::new(LocalSessionManager::default());
+    // Any Host: the Service's names reach it; browsers cannot attach a bearer token
+    // to a rebinding attack, and the unauthenticated mode keeps serve's guard.
+    let service: StreamableHttpService<Governance, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || Ok(gov.clone()),
+            sessions.clone(),
+            StreamableHttpServerConfig::default()
+                .with_max_request_body_bytes(MAX_REQUEST_BYTES)
+                .disable_allowed_hosts(),
+        );
+    let gate = Gate {
+        auth,
+        live,
+        sessions,
+        in_flight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
+    };
+    Router::new()
+        .nest_service("/mcp", service)
+        .layer(axum::middleware::from_fn_with_state(gate, guard::<R>))
+}
+
 /// Before any MCP handling: the request budget, the caller, the session budget.
-async fn guard(
-    axum::extract::State(gate): axum::extract::State<Gate>,
+async fn guard<R: tenancy::Reviews>(
+    axum::extract::State(gate): axum::extract::State<Gate<R>>,
     mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {

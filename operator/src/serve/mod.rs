@@ -180,3 +180,6 @@ impl ServerHandler for Governance {
         .into())
     }
 }
+
+#[cfg(test)]
+mod bench;
