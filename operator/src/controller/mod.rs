@@ -105,15 +105,15 @@ pub async fn run(config: Config) -> Result<(), String> {
         metrics.crawl_list_changed.clone(),
         leadership.flag.clone(),
     );
+    let (mcp_config, mcp_client) = (config.mcp.clone(), client.clone());
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
     let (jobs_tx, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
-    let mcp_config = config.mcp.clone();
     let mut index = index::Index::new(config, metrics, ready, specs_tx, leadership);
     // Answers name the index's graph instance: the mirror takes in the same changes in
     // the same order, so its generations are the index's.
     let mcp = match (mcp_config, mirror) {
         (Some(m), Some(mirror)) => {
-            let (c, instance) = (client.clone(), index.instance.clone());
+            let (c, instance) = (mcp_client, index.instance.clone());
             tokio::spawn(
                 async move { crate::serve::live::run(c, m, mirror, instance, |_| {}).await },
             )
