@@ -24,8 +24,10 @@ log() { printf '[gateway-bench] %s\n' "$*" >&2; }
 if [[ "${1:-}" == --quick ]]; then
   shift
   cargo build --locked -q -p mcpgov-gateway --bin mcpgov-gateway --example gateway-bench
-  exec "$CARGO_TARGET_DIR/debug/examples/gateway-bench" --quick \
+  "$CARGO_TARGET_DIR/debug/examples/gateway-bench" --quick \
     --gateway "$CARGO_TARGET_DIR/debug/mcpgov-gateway" "$@"
+  # Per-call enforcement (issue 13): the decision with argument resolution, bundle size.
+  exec cargo run --locked -q -p mcpgov-engine --example percall_bench -- --quick
 fi
 
 log "building the release gateway and the driver"
@@ -37,3 +39,6 @@ command="bash bench/gateway-bench.sh${*:+ $*}"
   --gateway "$CARGO_TARGET_DIR/release/mcpgov-gateway" \
   --command "$command" --revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
   --out-json "$out/gateway-results.json" --out-md "$out/GATEWAY-RESULTS.md" "$@"
+# Per-call enforcement (issue 13): appended as the last section of the results.
+log "per-call enforcement figures"
+cargo run --release --locked -q -p mcpgov-engine --example percall_bench -- --append-md "$out/GATEWAY-RESULTS.md"

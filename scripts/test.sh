@@ -93,6 +93,9 @@ echo "chart suite ran in $(( $(date +%s) - start ))s"
 echo "== MCP conformance suite (client scenarios) against the crawler"
 bash e2e/conformance/run.sh
 
+echo "== MCP conformance suite (server scenarios) against mcpgov serve (the tools-only ones must pass)"
+bash e2e/conformance/run-serve.sh
+
 echo "== MCP conformance suite (server scenarios): server-everything direct vs through the gateway"
 # Builds mcpgov-gateway and its allow-all-bundle example (free when already built).
 bash e2e/conformance/run-server.sh

@@ -86,6 +86,12 @@ pub struct BundleTool {
     /// exception it depends on expires), whether or not a new bundle has arrived.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eligible_until: Option<String>,
+    /// Per-call enforcement (a per-call Policy reaches the tool through argument-bound
+    /// dataAccess): the gateway decides each call from its arguments. A reader that does
+    /// not know this field refuses the bundle (unknown fields are refused): it would
+    /// otherwise let every call of the tool through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<BundleGuard>,
     /// `namespace/server::tool`.
     pub key: String,
     pub name: String,
@@ -93,6 +99,51 @@ pub struct BundleTool {
     pub risk_score: f64,
     /// `namespace/server`.
     pub server: String,
+}
+
+/// What a gateway checks on each call of a guarded tool (`docs/bundle-format.md`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BundleGuard {
+    /// The argument bindings, each with the patterns the server declared for it.
+    pub arguments: Vec<GuardArgument>,
+    /// Patterns per-call Deny Policies govern for this agent and tool.
+    pub governed: Vec<GuardGoverned>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardArgument {
+    /// Canonical URI globs the server's dataAccess declares through this binding.
+    pub declared: Vec<String>,
+    /// RFC 6901 pointer into the call's `arguments`.
+    pub pointer: String,
+    /// URI template with one `{label}` placeholder.
+    pub template: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardGoverned {
+    /// The agent's live expected exceptions to this Policy for this tool.
+    pub except: Vec<GuardExcept>,
+    /// Canonical URI glob the Policy governs.
+    pub pattern: String,
+    /// `namespace/name` of the Policy.
+    pub policy: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardExcept {
+    /// `YYYY-MM-DDTHH:MM:SSZ`: from this instant the exception excuses nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<String>,
+    /// `namespace/name` of the Grant declaring the exception.
+    pub grant: String,
+    /// The exception's resource; absent: it excuses every URI of the Policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -155,6 +206,14 @@ pub fn parse(bytes: &[u8]) -> Result<BundleDocument, BundleError> {
                 format!("{}: eligibleUntil", t.key),
                 u.clone(),
             ));
+        }
+    }
+    // A guard that cannot be compiled must not read as "no guard".
+    for t in &doc.tools {
+        if let Some(g) = &t.guard
+            && let Err(e) = crate::percall::CompiledGuard::compile(g)
+        {
+            return Err(BundleError::Invalid(format!("{}: guard", t.key), e));
         }
     }
     Ok(doc)

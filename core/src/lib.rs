@@ -7,5 +7,6 @@ pub mod canonical;
 pub mod contract;
 pub mod glob;
 pub mod key;
+pub mod percall;
 pub mod streaming;
 pub mod uri;

@@ -23,7 +23,8 @@ import sys
 import yaml
 
 CRD_NAMES = {"mcpservers.mcpgov.io", "agents.mcpgov.io", "policies.mcpgov.io", "grants.mcpgov.io"}
-CLUSTER_SCOPED = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace"}
+CLUSTER_SCOPED = {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace",
+                  "ValidatingWebhookConfiguration"}
 COMMON_LABELS = [
     "app.kubernetes.io/name",
     "app.kubernetes.io/instance",
@@ -179,8 +180,11 @@ def check_docs(docs, v):
             c.expect(l in labels, f"{what}: label {l} missing")
         c.expect(labels.get("app.kubernetes.io/managed-by") == "Helm", f"{what}: managed-by is not Helm")
         if d.get("kind") not in CLUSTER_SCOPED:
+            # The RoleBinding of the ClusterRole lives in watchNamespace; the leader's and
+            # the admission webhook's in the release namespace.
             want = v["watchNamespace"] if (d.get("kind") == "RoleBinding"
-                                           and "leader" not in md.get("name", "")) else ns
+                                           and "leader" not in md.get("name", "")
+                                           and md.get("name") != f"{release}-admission") else ns
             if d.get("kind") == "ConfigMap":
                 want = v["grafanaDashboard"]["namespace"] or ns
             c.expect(md.get("namespace") == want, f"{what}: namespace {md.get('namespace')} != {want}")
@@ -249,6 +253,16 @@ def check_docs(docs, v):
     # --- ServiceAccount
     sas = by_kind(docs, "ServiceAccount")
     c.expect(len(sas) == (1 if v["serviceAccount"]["create"] else 0), f"{len(sas)} ServiceAccounts")
+
+    # --- Admission webhook (its Service and RBAC are checked here, not below)
+    adm_name = f"{release}-admission"
+    is_adm = lambda d: (d.get("metadata") or {}).get("name") == adm_name
+    check_admission(c, docs, v, adm_name, deps)
+    docs = [d for d in docs if not is_adm(d)]
+    # --- MCP listener (its Service and RBAC)
+    mcp_name = f"{release}-mcp"
+    check_mcp(c, docs, v, mcp_name, deps)
+    docs = [d for d in docs if (d.get("metadata") or {}).get("name") != mcp_name]
 
     # --- RBAC
     crs, crbs = by_kind(docs, "ClusterRole"), by_kind(docs, "ClusterRoleBinding")
@@ -393,13 +407,127 @@ def check_docs(docs, v):
                      f"crawler ipBlocks {blocks}")
             c.expect([p["port"] for p in crawl[0].get("ports", [])] == npv["crawler"]["ports"], "crawler ports")
         ing = np["spec"]["ingress"]
-        c.expect(len(ing) == 1 and ing[0]["ports"][0]["port"] == "http-metrics", "ingress is not the metrics port only")
+        want_ports = (["http-metrics"] + (["admission"] if v["admission"]["enabled"] else [])
+                      + (["mcp"] if v["mcp"]["enabled"] else []))
+        c.expect([r["ports"][0]["port"] for r in ing] == want_ports and all(len(r["ports"]) == 1 for r in ing),
+                 f"ingress is not {want_ports} only")
 
     allowed = {"Deployment", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                "CustomResourceDefinition", "Service", "ServiceMonitor", "PrometheusRule",
-               "PodDisruptionBudget", "NetworkPolicy", "ConfigMap"}
+               "PodDisruptionBudget", "NetworkPolicy", "ConfigMap", "ValidatingWebhookConfiguration"}
     c.expect(set(kinds) <= allowed, f"unexpected kinds {set(kinds) - allowed}")
     return c
+
+
+def check_admission(c, docs, v, name, deps):
+    """The webhook: off by default; when on, the Service, configuration, flags and the
+    narrow RBAC of the self-managed certificate (docs/admission.md)."""
+    a = v["admission"]
+    ns, release = v["_namespace"], v["_release"]
+    vwcs = by_kind(docs, "ValidatingWebhookConfiguration")
+    adm = [d for d in docs if d["metadata"]["name"] == name]
+    args = deps[0]["spec"]["template"]["spec"]["containers"][0]["args"] if deps else []
+    ports = {p["name"]: p for p in (deps[0]["spec"]["template"]["spec"]["containers"][0].get("ports", [])
+                                    if deps else [])}
+    if not a["enabled"]:
+        c.expect(not vwcs and not adm, "admission objects rendered with admission.enabled=false")
+        c.expect(not any(x.startswith("--admission") for x in args), "admission flags while off")
+        c.expect("admission" not in ports, "admission port while off")
+        return
+    def flag(f):
+        return args[args.index(f) + 1] if f in args else None
+    config_name = f"{release}-{ns}"
+    secret = f"{release}-admission-tls"
+    c.expect(flag("--admission-listen") == f"0.0.0.0:{a['port']}", "--admission-listen")
+    c.expect(flag("--admission-hosts") == f"{name}.{ns}.svc,{name}.{ns}.svc.cluster.local", "--admission-hosts")
+    c.expect(flag("--admission-secret") == secret, "--admission-secret")
+    c.expect(flag("--admission-webhook-config") == config_name, "--admission-webhook-config")
+    c.expect(ports.get("admission", {}).get("containerPort") == a["port"], "no admission containerPort")
+    svcs = [d for d in adm if d["kind"] == "Service"]
+    if c.expect(len(svcs) == 1, f"{len(svcs)} admission Services"):
+        p = svcs[0]["spec"]["ports"]
+        c.expect(p == [{"name": "https-admission", "port": 443, "targetPort": "admission", "protocol": "TCP"}],
+                 f"admission Service ports {p}")
+    if c.expect(len(vwcs) == 1, f"{len(vwcs)} ValidatingWebhookConfigurations"):
+        cfg = vwcs[0]
+        c.expect(cfg["metadata"]["name"] == config_name, "configuration name")
+        hooks = cfg["webhooks"]
+        if c.expect(len(hooks) == 1, f"{len(hooks)} webhooks"):
+            w = hooks[0]
+            c.expect(w["failurePolicy"] == a["failurePolicy"], "failurePolicy")
+            c.expect(w["sideEffects"] == "None", "sideEffects")
+            c.expect(w["timeoutSeconds"] == a["timeoutSeconds"], "timeoutSeconds")
+            c.expect(w["admissionReviewVersions"] == ["v1"], "admissionReviewVersions")
+            c.expect("caBundle" not in w["clientConfig"], "caBundle rendered (the operator owns it)")
+            c.expect(w["clientConfig"]["service"] == {"name": name, "namespace": ns, "path": "/validate", "port": 443},
+                     f"clientConfig {w['clientConfig']}")
+            rules = w["rules"]
+            c.expect(len(rules) == 1 and rules[0]["apiGroups"] == ["mcpgov.io"]
+                     and sorted(rules[0]["resources"]) == ["agents", "grants", "mcpservers", "policies"]
+                     and sorted(rules[0]["operations"]) == ["CREATE", "UPDATE"], f"rules {rules}")
+            exprs = w["namespaceSelector"]["matchExpressions"]
+            c.expect(exprs == [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                "values": ["kube-system"] + a["excludeNamespaces"]}], f"namespaceSelector {exprs}")
+    rbac = v["rbac"]["create"]
+    kinds = sorted(d["kind"] for d in adm if d["kind"] != "Service")
+    c.expect(kinds == (["ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"] if rbac else []),
+             f"admission RBAC objects {kinds}")
+    for d in adm:
+        if d["kind"] in ("Role", "ClusterRole"):
+            got = sorted(norm_rule(r) for r in d["rules"])
+            want = sorted([((("",), ("secrets",), (), ("create",))),
+                           (("",), ("secrets",), (secret,), ("get", "update"))]) if d["kind"] == "Role" else [
+                (("admissionregistration.k8s.io",), ("validatingwebhookconfigurations",), (config_name,),
+                 ("get", "update"))]
+            c.expect(got == want, f"admission {d['kind']} rules {got}")
+        if d["kind"] in ("RoleBinding", "ClusterRoleBinding") and deps:
+            subj = d["subjects"]
+            c.expect(subj == [{"kind": "ServiceAccount", "namespace": ns,
+                               "name": deps[0]["spec"]["template"]["spec"]["serviceAccountName"]}],
+                     f"admission {d['kind']} subjects {subj}")
+
+
+def check_mcp(c, docs, v, name, deps):
+    """The MCP listener: off by default; when on, its flags, port, Service, and RBAC of
+    exactly TokenReview and SubjectAccessReview creation (docs/mcp-server.md)."""
+    m = v["mcp"]
+    ns = v["_namespace"]
+    objs = [d for d in docs if (d.get("metadata") or {}).get("name") == name]
+    args = deps[0]["spec"]["template"]["spec"]["containers"][0]["args"] if deps else []
+    ports = {p["name"]: p for p in (deps[0]["spec"]["template"]["spec"]["containers"][0].get("ports", [])
+                                    if deps else [])}
+    if not m["enabled"]:
+        c.expect(not objs, "MCP objects rendered with mcp.enabled=false")
+        c.expect(not any(x.startswith("--mcp") for x in args), "MCP flags while off")
+        c.expect("mcp" not in ports, "MCP port while off")
+        return
+    def flag(f):
+        return args[args.index(f) + 1] if f in args else None
+    c.expect(flag("--mcp-listen") == f"0.0.0.0:{m['port']}", "--mcp-listen")
+    c.expect(flag("--mcp-token-audiences") == ",".join(m["tokenAudiences"]), "--mcp-token-audiences")
+    c.expect("--mcp-allow-unauthenticated" not in args, "the chart never serves MCP unauthenticated")
+    c.expect(ports.get("mcp", {}).get("containerPort") == m["port"], "no mcp containerPort")
+    svcs = [d for d in objs if d["kind"] == "Service"]
+    if c.expect(len(svcs) == 1, f"{len(svcs)} MCP Services"):
+        p = svcs[0]["spec"]["ports"]
+        c.expect(p == [{"name": "http-mcp", "port": m["service"]["port"], "targetPort": "mcp", "protocol": "TCP"}],
+                 f"MCP Service ports {p}")
+        c.expect(svcs[0]["metadata"]["namespace"] == ns, "MCP Service namespace")
+    rbac = v["rbac"]["create"]
+    kinds = sorted(d["kind"] for d in objs if d["kind"] != "Service")
+    c.expect(kinds == (["ClusterRole", "ClusterRoleBinding"] if rbac else []), f"MCP RBAC objects {kinds}")
+    for d in objs:
+        if d["kind"] == "ClusterRole":
+            got = sorted(norm_rule(r) for r in d["rules"])
+            want = sorted([(("authentication.k8s.io",), ("tokenreviews",), (), ("create",)),
+                           (("authorization.k8s.io",), ("subjectaccessreviews",), (), ("create",))])
+            c.expect(got == want, f"MCP ClusterRole rules {got}")
+        if d["kind"] == "ClusterRoleBinding" and deps:
+            c.expect(d["roleRef"]["name"] == name, "MCP ClusterRoleBinding roleRef")
+            subj = d["subjects"]
+            c.expect(subj == [{"kind": "ServiceAccount", "namespace": ns,
+                               "name": deps[0]["spec"]["template"]["spec"]["serviceAccountName"]}],
+                     f"MCP ClusterRoleBinding subjects {subj}")
 
 
 def selftest(path, values_path):
@@ -450,6 +578,16 @@ def selftest(path, values_path):
          "tenant ClusterRoles"),
         ("/readyz probe gone", lambda d: ctr(d).pop("readinessProbe"), "readinessProbe"),
         ("/tmp not writable", lambda d: ctr(d).pop("volumeMounts"), "emptyDir at /tmp"),
+        ("an MCP Service while mcp is off", lambda d: d.append(
+            {"apiVersion": "v1", "kind": "Service",
+             "metadata": {"name": "mcpgov-mcp", "namespace": "mcpgov-system"}, "spec": {}}),
+         "MCP objects rendered"),
+        ("an MCP flag while mcp is off", lambda d: ctr(d)["args"].append("--mcp-listen")
+         or ctr(d)["args"].append("127.0.0.1:1"), "MCP flags while off"),
+        ("a webhook configuration while admission is off", lambda d: d.append(
+            {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+             "metadata": {"name": "x", "labels": ctr(d) and by_kind(d, "Deployment")[0]["metadata"]["labels"]},
+             "webhooks": []}), "admission objects rendered"),
         ("POD_NAMESPACE hard-coded", lambda d: ctr(d)["env"].__setitem__(1, {"name": "POD_NAMESPACE", "value": "x"}), "POD_NAMESPACE"),
     ]
     bad = 0

@@ -48,7 +48,7 @@ RELEASE=mcpgov
 NS=mcpgov-system
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/mcpgov-chart.XXXXXX")"
 STATE="$WORK/control-plane"
-VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac no-tenant-roles reports full)
+VALID_SETS=(default single watch-namespace monitoring network-policy no-crds crds-not-kept no-rbac no-tenant-roles admission mcp reports full)
 
 passed=0
 failed=0
@@ -558,6 +558,67 @@ no  create leases.coordination.k8s.io                           -n=$rns
 EOF
 }
 
+# The admission webhook's RBAC for real: the operator as the chart's ServiceAccount with
+# the Deployment's admission flags makes the Secret, fills the caBundle of the chart's
+# configuration (pointed at a local url: this control plane has no Service routing) and
+# denies over TLS; nothing "forbidden", nothing broader.
+t_rbac_admission() {
+  [[ -f "$STATE/env" && -n "$BIN" ]] || { echo "needs the control plane and the operator build"; return 1; }
+  local rel=adm rns=mcpgov-adm wns=team-adm
+  local out="$WORK/render-adm.yaml" kc="$WORK/sa-adm.kubeconfig" log="$WORK/operator-adm.log"
+  "$HELM" template "$rel" "$CHART" --namespace "$rns" --kube-version "$KUBE_VERSION" \
+    --set watchNamespace="$wns",governanceNamespace="$wns",crds.install=false \
+    --set replicaCount=1,leaderElection.enabled=false,admission.enabled=true > "$out" || return 1
+  kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$wns" >/dev/null || return 1
+  apply_rbac "$out" || return 1
+  sa_kubeconfig adm-mcpgov "$rns" "$kc" || return 1
+  local port cfg="adm-mcpgov-$rns" secret=adm-mcpgov-admission-tls
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  python3 - "$out" "$port" "$wns" > "$WORK/vwc-adm.yaml" <<'PY' || return 1
+import sys, yaml
+vwc = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ValidatingWebhookConfiguration"][0]
+w = vwc["webhooks"][0]
+w["clientConfig"] = {"url": f"https://127.0.0.1:{sys.argv[2]}/validate"}
+w["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": sys.argv[3]}}
+print(yaml.safe_dump(vwc))
+PY
+  kubectl apply --server-side --field-manager=chart-test -f "$WORK/vwc-adm.yaml" | sed 's/^/  /'
+  local -a args
+  mapfile -t args < <(rendered_args "$out" | python3 -c '
+import sys
+a = [x for x in sys.stdin.read().split("\n") if x]
+a[a.index("--admission-listen") + 1] = "127.0.0.1:" + sys.argv[1]
+a[a.index("--admission-hosts") + 1] = "127.0.0.1"
+print("\n".join(a))' "$port")
+  echo "mcpgov operator ${args[*]}"
+  KUBECONFIG="$kc" RUST_LOG="info,mcpgov=debug" POD_NAME=mcpgov-chart-test POD_NAMESPACE="$rns" \
+    "$BIN" operator --listen "127.0.0.1:0" "${args[@]}" >"$log" 2>&1 &
+  op_pid=$!
+  printf '%s\n' 'apiVersion: mcpgov.io/v1alpha1' 'kind: Grant' \
+    "metadata: {name: expired, namespace: $wns}" \
+    'spec: {agent: a, tools: ["s::t"], expectedExceptions: [{policy: p, reason: r, expires: "2020-01-01T00:00:00Z"}]}' \
+    > "$WORK/expired.yaml"
+  until_ok "kubectl apply of an expired exception denied over TLS" 60 \
+    bash -c "! kubectl apply --dry-run=server -f '$WORK/expired.yaml' 2>'$WORK/denied.txt'" ||
+    { tail -n 30 "$log"; return 1; }
+  sed 's/^/  /' "$WORK/denied.txt"
+  grep -q 'expected exception to p expired at' "$WORK/denied.txt" || return 1
+  kubectl get secret "$secret" -n "$rns" -o jsonpath='  Secret {.metadata.name}: {.type}{"\n"}' || return 1
+  stop_operator "$log" || return 1
+  local rc=0
+  can_i "$kc" <<CAN || rc=1
+yes create secrets                                              -n=$rns
+yes update secrets/$secret                                      -n=$rns
+yes update validatingwebhookconfigurations.admissionregistration.k8s.io/$cfg
+no  get    secrets/other                                        -n=$rns
+no  create secrets                                              -n=$wns
+no  update validatingwebhookconfigurations.admissionregistration.k8s.io/other
+no  list   validatingwebhookconfigurations.admissionregistration.k8s.io
+CAN
+  kubectl delete -f "$WORK/vwc-adm.yaml" >/dev/null
+  return $rc
+}
+
 # Negative control: the same rules without ConfigMap writes. The operator must then
 # fail to publish the bundle and say "forbidden", so the absence above means something.
 t_rbac_negative_control() {
@@ -977,6 +1038,7 @@ run "kubectl apply --dry-run=server of the full rendering; Pod Security restrict
 run "helm install / upgrade / uninstall for real; CRDs kept iff crds.keep" t_helm_lifecycle
 run "RBAC for real: the operator as the chart's ServiceAccount; can-i" t_rbac_real
 run "RBAC for real with watchNamespace: a RoleBinding in that namespace only" t_rbac_watch_namespace
+run "admission webhook RBAC for real: Secret made, caBundle set, denial over TLS; can-i" t_rbac_admission
 run "negative control: without ConfigMap writes the log says 'forbidden'" t_rbac_negative_control
 run "RBAC for real with policyReports: the report written and deleted as the ServiceAccount" t_rbac_reports
 run "tenant RBAC: users bound to view/edit/admin (and the chart's roles directly)" t_tenant_rbac

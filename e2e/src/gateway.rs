@@ -319,11 +319,19 @@ pub struct Session {
 
 impl Session {
     pub async fn connect(url: &str) -> Session {
+        Self::connect_with(url, None).await
+    }
+
+    /// Connect sending `Authorization: Bearer TOKEN` with every request.
+    pub async fn connect_with(url: &str, token: Option<&str>) -> Session {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let config = StreamableHttpClientTransportConfig::with_uri(url)
+        let mut config = StreamableHttpClientTransportConfig::with_uri(url)
             .reinit_on_expired_session(false)
             .control_request_timeout(Duration::from_secs(20));
+        if let Some(t) = token {
+            config = config.auth_header(t);
+        }
         let transport = StreamableHttpClientTransport::with_client(http, config);
         let (tx, rx) = mpsc::unbounded_channel();
         let handler = Handler {

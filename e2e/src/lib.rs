@@ -47,7 +47,7 @@ pub async fn namespace(client: &Client, test: &str) -> String {
     name
 }
 
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -110,13 +110,14 @@ impl Operator {
     /// governance namespace. Only for a test binary of its own: it writes status in
     /// every namespace, so it must not run beside other tests' operators.
     pub async fn start_all_namespaces(governance: &str) -> Operator {
-        let op = Self::spawn_scoped(
-            None,
-            governance,
-            300,
-            &["--crawl-concurrency", "0"],
-            "info,mcpgov=debug",
-        );
+        Self::start_all_namespaces_with(governance, &[]).await
+    }
+
+    /// [`Operator::start_all_namespaces`] with more flags.
+    pub async fn start_all_namespaces_with(governance: &str, extra: &[&str]) -> Operator {
+        let mut flags = vec!["--crawl-concurrency", "0"];
+        flags.extend_from_slice(extra);
+        let op = Self::spawn_scoped(None, governance, 300, &flags, "info,mcpgov=debug");
         op.wait_ready().await;
         op
     }
@@ -356,6 +357,8 @@ pub struct McpServer {
     pub port: u16,
     pub url: String,
     pub sse_url: Option<String>,
+    /// The directory a filesystem-* server serves (its MCP_FS_ROOT).
+    pub fs_root: Option<String>,
 }
 
 fn mcp_scripts() -> PathBuf {
@@ -388,6 +391,7 @@ impl McpServer {
             port: 0,
             url: String::new(),
             sse_url: None,
+            fs_root: None,
         };
         s.launch();
         s
@@ -420,6 +424,7 @@ impl McpServer {
         };
         self.url = var("MCP_URL").expect("MCP_URL");
         self.sse_url = var("MCP_SSE_URL");
+        self.fs_root = var("MCP_FS_ROOT");
         self.port = var("MCP_PORT")
             .and_then(|p| p.parse().ok())
             .expect("MCP_PORT");

@@ -221,7 +221,7 @@ fn strings(v: &Value) -> Vec<&str> {
 /// applied and crawled, and the bundle ConfigMap projected into a directory.
 struct Estate {
     ns: String,
-    _srv: McpServer,
+    srv: McpServer,
     op: Operator,
     catalog: MCPServer,
     volume: VolumeDir,
@@ -253,7 +253,7 @@ async fn estate(
     let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
     Estate {
         ns,
-        _srv: srv,
+        srv,
         op,
         catalog,
         volume,
@@ -1161,4 +1161,185 @@ async fn audit_verify_accepts_the_log_and_names_each_tampered_line() {
     // The untouched log, given the same way, passes.
     let (code, out) = mcpgov_e2e::gateway::verify_audit(&[&audit], &[]);
     assert_eq!(code, Some(0), "{out}");
+}
+
+/// Per-call enforcement through the gateway with the real server-filesystem: its
+/// `read_text_file` is declared to read `docs/**` and `app/**` of the served root
+/// through its `path` argument, and a PerCall Deny governs every `.env`. Under Strict the
+/// tool stays eligible (GuardedPerCall); each call is decided by the file it names.
+#[tokio::test(flavor = "multi_thread")]
+async fn per_call_enforcement_blocks_the_calls_that_name_governed_files() {
+    let client = client().await;
+    let e = estate(
+        &client,
+        "gw-percall",
+        ("filesystem-http", &[]),
+        ("files", ""),
+        &["files::read_text_file"],
+    )
+    .await;
+    let ns = e.ns.clone();
+    let root = e.srv.fs_root.clone().expect("the fixture's root");
+    std::fs::create_dir_all(format!("{root}/app")).unwrap();
+    std::fs::write(format!("{root}/app/.env"), "API_KEY=do-not-leak\n").unwrap();
+    std::fs::write(format!("{root}/app/config.txt"), "debug=false\n").unwrap();
+    let declared = |dir: &str| {
+        format!(
+            r#"{{tool: read_text_file, resource: "file://{root}/{dir}/**", mode: Reads, argument: {{name: path, template: "file://{{path}}"}}, provenance: {{evidence: "index.ts::read_text_file"}}}}"#
+        )
+    };
+    apply(
+        &client,
+        &ns,
+        &(server(
+            "files",
+            &e.srv.url,
+            &format!("{}, {}", declared("docs"), declared("app")),
+        ) + r#"
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: no-dotenv}
+spec:
+  effect: Deny
+  enforcement: PerCall
+  governs: {resources: [{uri: "file:///**/.env", provenance: {evidence: "SEC-12"}}]}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: helper}
+spec: {profile: Strict}
+"#),
+    )
+    .await
+    .unwrap();
+
+    let gw = Gateway::start(&e.volume.0, &ns, AGENT, "percall", &[]).await;
+    let b = in_force(&client, &ns, &gw, "read_text_file guarded", |d| {
+        tool(d, "read_text_file").is_some_and(|t| t.get("guard").is_some())
+    })
+    .await;
+    let t = b.tool("read_text_file");
+    assert_eq!(t["decision"], "eligible", "{t}");
+    assert_eq!(strings(&t["reasons"]), ["GuardedPerCall"]);
+    assert_eq!(t["riskScore"], 0.3);
+
+    let s = Session::connect(&gw.route(&format!("{ns}/files"))).await;
+    assert_eq!(s.names().await, ["read_text_file"]);
+    // An allowed file passes, with the server's answer.
+    let r = s
+        .call(
+            "read_text_file",
+            json!({"path": format!("{root}/docs/notes.md")}),
+        )
+        .await;
+    assert_ne!(r["isError"], true, "{r}");
+    assert!(text(&r).contains("# notes"), "{r}");
+    let r = s
+        .call(
+            "read_text_file",
+            json!({"path": format!("{root}/app/config.txt")}),
+        )
+        .await;
+    assert!(text(&r).contains("debug=false"), "{r}");
+
+    // The governed .env, directly and by traversal: the server would read each.
+    let env_uri = format!("file://{root}/app/.env");
+    for path in [
+        format!("{root}/app/.env"),
+        format!("{root}/docs/../app/.env"),
+        format!("{root}/docs/%2e%2e/app/.env"),
+        format!("{root}/app//.env"),
+        format!("{root}/app/.%65nv"),
+    ] {
+        let r = s.call("read_text_file", json!({ "path": path })).await;
+        assert_eq!(denial(&r), "DenyViolation", "{path}: {r}");
+        assert_eq!(
+            r["structuredContent"]["policy"],
+            format!("{ns}/no-dotenv"),
+            "{r}"
+        );
+        assert!(!text(&r).contains("do-not-leak"), "{r}");
+    }
+    let r = s
+        .call(
+            "read_text_file",
+            json!({"path": format!("{root}/docs/../app/.env")}),
+        )
+        .await;
+    assert_eq!(r["structuredContent"]["uri"], env_uri.as_str(), "{r}");
+    // Encodings that read two ways, and look-alike dots: refused outright.
+    for path in [
+        format!("{root}/docs/..%2fapp/.env"),
+        format!("{root}/docs/%252e%252e/app/.env"),
+        format!("{root}/docs\\..\\app\\.env"),
+        format!("{root}/docs/\u{ff0e}\u{ff0e}/app/.env"),
+        "app/.env".to_string(),
+    ] {
+        let r = s.call("read_text_file", json!({ "path": path })).await;
+        assert_eq!(denial(&r), "UnresolvedArgument", "{path}: {r}");
+    }
+    // A file the declaration does not cover (the server would read it: it is under
+    // the root it serves), and one outside the root.
+    for path in [
+        format!("{root}/hello.txt"),
+        format!("{root}/docs/../hello.txt"),
+        "/etc/passwd".to_string(),
+    ] {
+        let r = s.call("read_text_file", json!({ "path": path })).await;
+        assert_eq!(denial(&r), "UndeclaredResource", "{path}: {r}");
+    }
+    let blocked = gw
+        .wait_record("the .env call", |r| {
+            r["tool"] == "read_text_file"
+                && strings(&r["reasons"]).first() == Some(&"DenyViolation")
+        })
+        .await;
+    assert_eq!(blocked["enforced"], true, "{blocked}");
+    assert_eq!(
+        strings(&blocked["reasons"]),
+        ["DenyViolation", &format!("Policy {ns}/no-dotenv")],
+        "{blocked}"
+    );
+    assert_eq!(
+        strings(&blocked["resources"]),
+        [env_uri.as_str()],
+        "{blocked}"
+    );
+    let notes = format!("file://{root}/docs/notes.md");
+    let passed = gw
+        .wait_record("the allowed call with its resource", |r| {
+            r["tool"] == "read_text_file" && strings(&r["resources"]) == [notes.as_str()]
+        })
+        .await;
+    assert_eq!(passed["decision"], "allow", "{passed}");
+    assert_eq!(strings(&passed["reasons"]), ["Eligible"], "{passed}");
+    s.close().await;
+    gw.finish();
+
+    // Warn mode: the same call is recorded as a denial and forwarded.
+    let warn = Gateway::start(&e.volume.0, &ns, AGENT, "percall-warn", &["--mode", "warn"]).await;
+    in_force(&client, &ns, &warn, "the same bundle", |d| {
+        tool(d, "read_text_file").is_some_and(|t| t.get("guard").is_some())
+    })
+    .await;
+    let s = Session::connect(&warn.route(&format!("{ns}/files"))).await;
+    let r = s
+        .call(
+            "read_text_file",
+            json!({"path": format!("{root}/app/.env")}),
+        )
+        .await;
+    assert!(
+        text(&r).contains("do-not-leak"),
+        "forwarded in warn mode: {r}"
+    );
+    let rec = warn
+        .wait_record("the warned .env call", |r| r["tool"] == "read_text_file")
+        .await;
+    assert_eq!(rec["decision"], "deny", "{rec}");
+    assert_eq!(rec["enforced"], false, "{rec}");
+    assert_eq!(strings(&rec["resources"]), [env_uri.as_str()], "{rec}");
+    s.close().await;
+    warn.finish();
 }

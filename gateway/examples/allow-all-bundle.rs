@@ -166,6 +166,7 @@ async fn run(args: &[String]) -> Result<Vec<u8>, String> {
             decision: "eligible".into(),
             deny_paths: vec![],
             eligible_until: None,
+            guard: None,
             key: format!("{server}::{tool}"),
             name: tool,
             reasons: vec![],

@@ -24,6 +24,8 @@ const DATA_LINK: &str = "..data";
 pub struct ToolPolicy {
     pub tool: BundleTool,
     pub eligible_until: Option<Timestamp>,
+    /// The tool's per-call guard, compiled once per bundle.
+    pub guard: Option<mcpgov_core::percall::CompiledGuard>,
 }
 
 #[derive(Debug)]
@@ -169,11 +171,20 @@ pub fn load_bytes(
                     .map_err(|e| Invalid(format!("tool {}: eligibleUntil {u:?}: {e}", t.key)))
             })
             .transpose()?;
+        let guard = t
+            .guard
+            .as_ref()
+            .map(|g| {
+                mcpgov_core::percall::CompiledGuard::compile(g)
+                    .map_err(|e| Invalid(format!("tool {}: guard: {e}", t.key)))
+            })
+            .transpose()?;
         let prev = tools.entry(t.server.clone()).or_default().insert(
             t.name.clone(),
             ToolPolicy {
                 tool: t.clone(),
                 eligible_until,
+                guard,
             },
         );
         if prev.is_some() {

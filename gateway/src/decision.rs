@@ -97,6 +97,7 @@ mod tests {
             arg_names: argument_names(Some(&args)),
             arguments: Some(args),
             session_id: None,
+            resources: Vec::new(),
         }
     }
 

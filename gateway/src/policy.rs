@@ -36,6 +36,10 @@ pub enum Reason {
     MalformedTool,
     /// The decision could not be recorded (and the gateway fails closed).
     AuditUnavailable,
+    /// A per-call guard: the argument names a resource outside what the server declares.
+    UndeclaredResource,
+    /// A per-call guard: a bound argument is missing, not a string, or ambiguous.
+    UnresolvedArgument,
 }
 
 impl Reason {
@@ -55,6 +59,8 @@ impl Reason {
             Reason::MalformedRequest => "MalformedRequest",
             Reason::MalformedTool => "MalformedTool",
             Reason::AuditUnavailable => "AuditUnavailable",
+            Reason::UndeclaredResource => "UndeclaredResource",
+            Reason::UnresolvedArgument => "UnresolvedArgument",
         }
     }
 }
@@ -68,6 +74,8 @@ pub struct Denial {
     pub bundle_reasons: Vec<String>,
     /// Policies on the tool's deny paths, when the bundle names any.
     pub policies: Vec<String>,
+    /// The canonical resource URI a per-call guard decided on.
+    pub uri: Option<String>,
 }
 
 impl Denial {
@@ -77,6 +85,7 @@ impl Denial {
             detail: detail.into(),
             bundle_reasons: Vec::new(),
             policies: Vec::new(),
+            uri: None,
         }
     }
 
@@ -108,6 +117,7 @@ impl Denial {
                 "detail": self.detail,
                 "policy": self.policies.first(),
                 "policies": self.policies,
+                "uri": self.uri,
                 "bundleSha": bundle_sha,
                 "tool": tool,
             }
@@ -191,8 +201,46 @@ pub fn contract_matches(p: &ToolPolicy, live: Option<&str>) -> Result<(), Denial
             ),
             bundle_reasons: Vec::new(),
             policies: Vec::new(),
+            uri: None,
         }),
         Some(_) => Ok(()),
+    }
+}
+
+/// The per-call guard of a tool, if the bundle gives it one: the URIs the call's
+/// arguments name when it may go through (evidence for the audit record), or the
+/// denial naming the argument, the URI and the Policy. Decided by core's
+/// `CompiledGuard::check`, the code `mcpgov query check-call` runs.
+pub fn guard_allows(
+    p: &ToolPolicy,
+    arguments: &Value,
+    now: Timestamp,
+) -> Result<Vec<String>, Denial> {
+    let Some(g) = &p.guard else {
+        return Ok(Vec::new());
+    };
+    match g.check(arguments, now.as_second()) {
+        Ok(resolved) => Ok(resolved
+            .into_iter()
+            .flat_map(|r| r.uris.into_iter().take(1))
+            .collect()),
+        Err(b) => {
+            let b = *b;
+            use mcpgov_core::percall::BlockReason;
+            let reason = match b.reason {
+                BlockReason::DenyViolation => Reason::DenyViolation,
+                BlockReason::UndeclaredResource => Reason::UndeclaredResource,
+                BlockReason::UnresolvedArgument => Reason::UnresolvedArgument,
+            };
+            Err(Denial {
+                reason,
+                detail: format!("argument {}: {}", b.argument, b.detail),
+                // The audit record's reasons name the Policy after the reason.
+                bundle_reasons: b.policy.iter().map(|p| format!("Policy {p}")).collect(),
+                policies: b.policy.into_iter().collect(),
+                uri: b.uri,
+            })
+        }
     }
 }
 
@@ -351,6 +399,73 @@ mod tests {
             contract_matches(q, None).err().unwrap().reason,
             Reason::NotListed
         );
+    }
+
+    #[test]
+    fn guarded_calls_are_decided_by_their_arguments() {
+        let guard = json!({
+            "arguments": [{"declared": ["file:///srv/**"], "pointer": "/path", "template": "file://{path}"}],
+            "governed": [{"except": [], "pattern": "file:///**/.env", "policy": "gov/no-dotenv"}]
+        });
+        let b = bundle(json!([tool(
+            "r",
+            "eligible",
+            json!({"guard": guard, "reasons": ["GuardedPerCall"]})
+        )]));
+        let p = bundle_allows(Some(&b), "team/srv", "r", now()).unwrap();
+        assert_eq!(
+            guard_allows(p, &json!({"path": "/srv/a.txt"}), now()).unwrap(),
+            ["file:///srv/a.txt"]
+        );
+        let d = guard_allows(p, &json!({"path": "/srv/x/../app/.env"}), now()).unwrap_err();
+        assert_eq!(d.reason, Reason::DenyViolation);
+        assert_eq!(d.uri.as_deref(), Some("file:///srv/app/.env"));
+        assert_eq!(d.reasons(), ["DenyViolation", "Policy gov/no-dotenv"]);
+        let r = d.call_result("r", None);
+        assert_eq!(r["structuredContent"]["policy"], "gov/no-dotenv");
+        assert_eq!(r["structuredContent"]["uri"], "file:///srv/app/.env");
+        let d = guard_allows(p, &json!({"path": "/etc/passwd"}), now()).unwrap_err();
+        assert_eq!(d.reason, Reason::UndeclaredResource);
+        let d = guard_allows(p, &json!({"path": "/srv/..%2f.env"}), now()).unwrap_err();
+        assert_eq!(d.reason, Reason::UnresolvedArgument);
+        let d = guard_allows(p, &json!({}), now()).unwrap_err();
+        assert_eq!(d.reason, Reason::UnresolvedArgument);
+        // A tool without a guard is not checked by argument.
+        let b = bundle(json!([tool("q", "eligible", json!({}))]));
+        let q = bundle_allows(Some(&b), "team/srv", "q", now()).unwrap();
+        assert!(
+            guard_allows(q, &json!({"path": "/etc/passwd"}), now())
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_guard_that_cannot_compile_refuses_the_bundle() {
+        let bad = |guard: Value| {
+            let doc = json!({
+                "agent": {"name": "bot", "namespace": "team"},
+                "catalogDigest": "sha256:00", "defaultDecision": "deny", "governanceDigest": "sha256:00",
+                "kind": "mcpgov.io/policy-bundle", "profile": "Strict", "schemaVersion": 2,
+                "servers": [{"endpoint": {"headers": [], "transport": "StreamableHTTP", "url": "http://127.0.0.1:1/mcp"}, "key": "team/srv"}],
+                "tools": [tool("r", "eligible", json!({"guard": guard}))],
+            });
+            load_bytes(&serde_json::to_vec(&doc).unwrap(), None, &expect()).is_err()
+        };
+        let ok = json!({"arguments": [{"declared": ["file:///srv/**"], "pointer": "/path", "template": "file://{path}"}], "governed": []});
+        assert!(!bad(ok.clone()));
+        let mut v = ok.clone();
+        v["arguments"][0]["template"] = json!("file://{a}{b}");
+        assert!(bad(v));
+        let mut v = ok.clone();
+        v["arguments"] = json!([]);
+        assert!(bad(v));
+        let mut v = ok.clone();
+        v["governed"] = json!([{"except": [], "pattern": "FILE:///x", "policy": "p/p"}]);
+        assert!(bad(v));
+        let mut v = ok;
+        v["extra"] = json!(1);
+        assert!(bad(v), "unknown guard fields are refused");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::contracts::{Contracts, LiveTool, check_arguments, live_tool};
 use crate::decision::{AuditSink, Decision, DecisionRecord, argument_names};
 use crate::legacy;
 use crate::metrics::Metrics;
-use crate::policy::{Denial, Reason, bundle_allows, contract_matches};
+use crate::policy::{Denial, Reason, bundle_allows, contract_matches, guard_allows};
 use crate::sse;
 use crate::upstream::{self, PROTOCOL_HEADER, SESSION_HEADER};
 use axum::Router;
@@ -141,6 +141,7 @@ impl App {
             arg_names: Vec::new(),
             arguments: None,
             session_id: session.map(str::to_string),
+            resources: Vec::new(),
         }
     }
 
@@ -561,7 +562,16 @@ async fn call(
                                     let checker = app.contracts.checker(&server, &live);
                                     let args = args.clone().unwrap_or_else(|| json!({}));
                                     match check_arguments(&checker, &args) {
-                                        Ok(()) => None,
+                                        Ok(()) => match guard_allows(p, &args, Timestamp::now()) {
+                                            Ok(uris) => {
+                                                rec.resources = uris;
+                                                None
+                                            }
+                                            Err(d) => {
+                                                rec.resources = d.uri.iter().cloned().collect();
+                                                Some(d)
+                                            }
+                                        },
                                         Err(e) if checker.is_err() => {
                                             Some(Denial::new(Reason::SchemaUnusable, e))
                                         }

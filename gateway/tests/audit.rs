@@ -35,6 +35,7 @@ fn decision(i: u64) -> DecisionRecord {
         arg_names: vec!["path".into()],
         arguments: Some(json!({"path": format!("/home/alice/secret-{i}.txt")})),
         session_id: Some("sess-1".into()),
+        resources: Vec::new(),
     }
 }
 

@@ -3,13 +3,16 @@
 //! The pure engine lives in the `mcpgov-engine` crate; this crate holds the custom
 //! resource types, manifest loading and validation, and the command line.
 
+pub mod admission;
 pub mod cli;
 pub mod controller;
 pub mod crawler;
 pub mod crd;
 pub mod manifest;
 pub mod names;
+pub mod questions;
 pub mod reports;
+pub mod serve;
 pub mod text;
 pub mod validate;
 

@@ -50,6 +50,9 @@ fn cel_rule(rule: &str) -> Option<fn(&Value) -> bool> {
             let len = |k: &str| v.get(k).and_then(Value::as_array).map_or(0, Vec::len);
             len("resources") + len("tools") > 0
         }),
+        "has(self.name) != has(self.pointer)" => {
+            Some(|v| v.get("name").is_some() != v.get("pointer").is_some())
+        }
         _ => None,
     }
 }
@@ -374,6 +377,62 @@ mod tests {
                 "no offline equivalent for CEL rule {r:?}"
             );
         }
+    }
+
+    #[test]
+    fn argument_bindings_and_enforcement_are_checked_offline() {
+        let server = |argument: serde_json::Value| {
+            json!({
+                "apiVersion": "mcpgov.io/v1alpha1", "kind": "MCPServer",
+                "metadata": {"name": "fs"},
+                "spec": {"endpoint": {"url": "http://fs:8080/mcp"},
+                         "dataAccess": [{"tool": "read_file", "resource": "file:///srv/**",
+                                         "mode": "Reads", "argument": argument}]}
+            })
+        };
+        let problems = |a| validate("MCPServer", &server(a)).unwrap().join("\n");
+        assert_eq!(
+            problems(json!({"name": "path", "template": "file://{path}"})),
+            ""
+        );
+        assert_eq!(
+            problems(json!({"pointer": "/a/b", "template": "{url}"})),
+            ""
+        );
+        for (bad, needle) in [
+            (
+                json!({"name": "path", "pointer": "/path", "template": "file://{path}"}),
+                "exactly one of name or pointer",
+            ),
+            (
+                json!({"template": "file://{path}"}),
+                "exactly one of name or pointer",
+            ),
+            (
+                json!({"name": "path", "template": "file://{a}{b}"}),
+                "template",
+            ),
+            (
+                json!({"name": "path", "template": "file:///srv/x"}),
+                "template",
+            ),
+            (json!({"pointer": "path", "template": "{p}"}), "pointer"),
+            (json!({"pointer": "/a~2", "template": "{p}"}), "pointer"),
+        ] {
+            let p = problems(bad.clone());
+            assert!(p.contains(needle), "{bad}: {p:?}");
+        }
+        let policy = |enforcement: &str| {
+            json!({
+                "apiVersion": "mcpgov.io/v1alpha1", "kind": "Policy",
+                "metadata": {"name": "p"},
+                "spec": {"effect": "Deny", "enforcement": enforcement,
+                         "governs": {"resources": [{"uri": "file:///**/.env"}]}}
+            })
+        };
+        assert!(validate("Policy", &policy("PerCall")).unwrap().is_empty());
+        assert!(validate("Policy", &policy("Static")).unwrap().is_empty());
+        assert!(!validate("Policy", &policy("Sometimes")).unwrap().is_empty());
     }
 
     #[test]

@@ -121,6 +121,8 @@ fn bundles_are_golden_and_hash_to_what_stderr_says() {
         ("cross-server", "ci/ci-bot"),
         ("cross-server", "ci/ops-agent"),
         ("multi-tenant", "report-bot"),
+        // A bundle with a per-call guard (also checked against docs/bundle.schema.json).
+        ("per-call", "researcher"),
     ] {
         let o = mcpgov(&["bundle", agent, "-f", &format!("examples/{example}")]);
         assert_eq!(

@@ -59,6 +59,21 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
+{{/* The admission webhook's Service, Role and ClusterRole (namespaced names). */}}
+{{- define "mcpgov.admissionName" -}}
+{{- printf "%s-admission" (include "mcpgov.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The ValidatingWebhookConfiguration: cluster-scoped, so the namespace is in it. */}}
+{{- define "mcpgov.admissionConfigName" -}}
+{{- printf "%s-%s" (include "mcpgov.fullname" .) .Release.Namespace | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret of the self-managed CA and serving certificate. */}}
+{{- define "mcpgov.admissionSecretName" -}}
+{{- printf "%s-admission-tls" (include "mcpgov.fullname" .) | trunc 253 | trimSuffix "-" }}
+{{- end }}
+
 {{/* Checks of value combinations the schema cannot express. */}}
 {{- define "mcpgov.validate" -}}
 {{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
@@ -76,4 +91,9 @@ off (policyReports "off" or false).
 {{- define "mcpgov.policyReports" -}}
 {{- $v := .Values.policyReports | default "off" | toString -}}
 {{- if has $v (list "policyreport" "openreports") -}}{{ $v }}{{- end -}}
+{{- end }}
+
+{{/* The MCP listener's Service and its review ClusterRole. */}}
+{{- define "mcpgov.mcpName" -}}
+{{- printf "%s-mcp" (include "mcpgov.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}

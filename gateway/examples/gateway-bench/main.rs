@@ -406,6 +406,7 @@ fn decision_in_process(bytes: &[u8], iters: usize) -> DecisionFigures {
             arg_names: argument_names(a.as_ref()),
             arguments: a,
             session_id: Some("0123456789abcdef".into()),
+            resources: Vec::new(),
         };
         std::hint::black_box(sink.record(&rec).expect("recorded"));
         std::hint::black_box(serde_json::to_vec(&msg).expect("forwarded"));

@@ -44,6 +44,9 @@ pub struct DecisionRecord {
     /// The raw arguments: never written, only their keyed digest.
     pub arguments: Option<Value>,
     pub session_id: Option<String>,
+    /// Canonical resource URIs a per-call guard decided on (the blocked one, or the
+    /// ones a passing call names); empty for tools without a guard.
+    pub resources: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +76,8 @@ const REASON: usize = 512;
 const MAX_REASONS: usize = 16;
 const ARG_NAME: usize = 128;
 const MAX_ARG_NAMES: usize = 64;
+const RESOURCE: usize = 1024;
+const MAX_RESOURCES: usize = 8;
 
 /// The unsealed fields of a decision line: every untrusted string clipped, every list
 /// capped with a count of what was left out, the arguments reduced to a keyed digest.
@@ -105,6 +110,10 @@ pub(crate) fn decision_fields(d: &DecisionRecord, key: &ArgKey) -> Map<String, V
     }
     if let Some(s) = &d.session_id {
         m.insert("sessionId".into(), clip(s, NAME).into());
+    }
+    // Only guarded calls have resources: other records keep their exact shape.
+    if !d.resources.is_empty() {
+        insert_list(&mut m, "resources", &d.resources, MAX_RESOURCES, RESOURCE);
     }
     m
 }
@@ -269,6 +278,7 @@ mod tests {
             arg_names: vec!["repo".into(), "title".into()],
             arguments: Some(json!({"repo": "acme/secret-plans", "title": "hunter2"})),
             session_id: Some("s-1".into()),
+            resources: Vec::new(),
         }
     }
 

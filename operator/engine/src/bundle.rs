@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 pub use mcpgov_core::bundle::{BUNDLE_KIND, BUNDLE_SCHEMA_VERSION, MAX_BUNDLE_BYTES};
+use mcpgov_core::bundle::{BundleGuard, GuardArgument, GuardExcept, GuardGoverned};
 
 // The bundle is written straight from these structs, without a `serde_json::Value` in
 // between: every field is declared in sorted order of its JSON name (all ASCII, where
@@ -93,6 +94,9 @@ struct BundleTool<'a> {
     deny_paths: Vec<BundlePath<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     eligible_until: Option<String>,
+    /// Declared in sorted field order like everything here (core's reader type).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    guard: Option<BundleGuard>,
     key: &'a str,
     name: &'a str,
     reasons: &'a [Reason],
@@ -255,6 +259,7 @@ impl Evaluator<'_> {
             .map(|s| (&s.input.key, s.catalog_digest.as_str()))
             .collect();
         let until = self.eligible_until(eval);
+        let exceptions = engine.live_exceptions(&eval.agent, self.now);
         // The upstream of every listed tool, once, in key order.
         let upstreams: BTreeMap<&str, &Endpoint> = eval
             .tools
@@ -292,6 +297,7 @@ impl Evaluator<'_> {
                     decision: t.decision,
                     deny_paths: t.deny_paths.iter().map(Into::into).collect(),
                     eligible_until: until.map(rfc3339_seconds),
+                    guard: self.guard_of(&t.id, &exceptions),
                     key: t.id.as_str(),
                     name: &t.id.name,
                     reasons: &t.reasons,
@@ -377,6 +383,92 @@ impl Evaluator<'_> {
         until
     }
 }
+
+impl Evaluator<'_> {
+    /// The guard of one tool for this agent: present when the tool reaches a per-call
+    /// Policy through argument-bound dataAccess (whether or not an exception excuses the
+    /// path now: the gateway applies exceptions per call and expires them itself).
+    /// Its arguments are every binding of the tool with the patterns declared through
+    /// it; its governed patterns those of the per-call paths, each with the agent's live
+    /// exceptions that may excuse it.
+    fn guard_of(
+        &self,
+        id: &crate::key::ToolId,
+        exceptions: &[(&ObjKey, &crate::index::CException)],
+    ) -> Option<BundleGuard> {
+        let reach = self.reach(id);
+        let guarded: Vec<_> = reach
+            .deny_paths()
+            .filter(|p| p.per_call && p.access.is_some())
+            .collect();
+        if guarded.is_empty() {
+            return None;
+        }
+        let mut arguments: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
+        for a in &reach.access {
+            for b in &a.arguments {
+                arguments
+                    .entry((b.pointer.as_str(), b.template.as_str()))
+                    .or_default()
+                    .insert(a.resource.as_str());
+            }
+        }
+        let engine = self.engine();
+        let mut governed: BTreeMap<(&str, &str), Excepts> = BTreeMap::new();
+        for p in guarded {
+            let except = governed
+                .entry((p.policy_name.as_str(), p.binding.as_str()))
+                .or_default();
+            let Some(policy) = engine.policies.get(&p.policy) else {
+                continue;
+            };
+            for &(gk, e) in exceptions {
+                if e.policy != p.policy
+                    || !policy.input.allows_exceptions_from(&gk.namespace)
+                    || e.tool
+                        .as_ref()
+                        .is_some_and(|sel| !sel.matches(id, &gk.namespace))
+                    || e.expires.is_some_and(|t| t <= self.now)
+                {
+                    continue;
+                }
+                except.insert((
+                    gk.to_string(),
+                    e.resource.as_ref().map(|r| r.as_str().to_string()),
+                    e.expires.map(rfc3339_seconds),
+                ));
+            }
+        }
+        Some(BundleGuard {
+            arguments: arguments
+                .into_iter()
+                .map(|((pointer, template), declared)| GuardArgument {
+                    declared: declared.into_iter().map(str::to_string).collect(),
+                    pointer: pointer.to_string(),
+                    template: template.to_string(),
+                })
+                .collect(),
+            governed: governed
+                .into_iter()
+                .map(|((policy, pattern), except)| GuardGoverned {
+                    except: except
+                        .into_iter()
+                        .map(|(grant, pattern, expires)| GuardExcept {
+                            expires,
+                            grant,
+                            pattern,
+                        })
+                        .collect(),
+                    pattern: pattern.to_string(),
+                    policy: policy.to_string(),
+                })
+                .collect(),
+        })
+    }
+}
+
+/// A governed pattern's exceptions: (Grant, resource, expiry), sorted.
+type Excepts = BTreeSet<(String, Option<String>, Option<String>)>;
 
 /// RFC 3339 in UTC with whole seconds: a sub-second expiry is written at the second
 /// before it, so a gateway stops the tool no later than the engine would.

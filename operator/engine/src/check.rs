@@ -33,6 +33,8 @@ impl Evaluator<'_> {
                     Classification::AuthorizedButGoverned => {
                         (FindingKind::Exception, R::AuthorizedButGoverned)
                     }
+                    // Reach the gateway decides call by call: a note, not a violation.
+                    Classification::GuardedPerCall => (FindingKind::Exception, R::GuardedPerCall),
                 };
                 let message = match (&p.exception_reason, &p.undecided) {
                     (Some(r), _) => format!("{} reaches {} (exception: {r})", t.id, p.policy),
@@ -419,6 +421,7 @@ impl Evaluator<'_> {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AuditCounts {
     pub servers: usize,
@@ -439,6 +442,7 @@ pub struct AuditCounts {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AuditReport {
     /// `fail` (a violation, a drifted tool or invalid input), `warn` (any other

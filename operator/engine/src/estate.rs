@@ -149,6 +149,7 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
                         Mode::Writes
                     },
                     provenance: prov(&format!("{}::{name}", server_name(s))),
+                    argument: None,
                 });
             }
         }
@@ -211,6 +212,7 @@ pub fn generate(size: Size, seed: u64) -> Vec<Object> {
                 Effect::Allow
             },
             description: None,
+            enforcement: Enforcement::Static,
             resources,
             tools,
             exception_namespaces: if platform {

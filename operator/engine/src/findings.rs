@@ -37,10 +37,15 @@ crate::wire_enum! {
         InvalidTimestamp = "InvalidTimestamp",
         /// A server lists the same tool name twice.
         DuplicateTool = "DuplicateTool",
+        /// Reach to a PerCall Deny the gateway decides call by call, by argument.
+        GuardedPerCall = "GuardedPerCall",
+        /// A dataAccess argument binding that cannot be read (the edge stays static).
+        InvalidArgumentBinding = "InvalidArgumentBinding",
     }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum FindingKind {
     /// An agent reaches a Deny-governed tool or resource, not excused.
     Violation,
@@ -55,6 +60,7 @@ pub enum FindingKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     pub kind: FindingKind,
@@ -157,7 +163,7 @@ mod tests {
 
     /// The strings the engine wrote before the reason was typed: each variant must still
     /// write exactly one of them (status, Events, reports and goldens carry them).
-    const OLD_LITERALS: [&str; 16] = [
+    const OLD_LITERALS: [&str; 18] = [
         "DenyViolation",
         "PatternBudgetExceeded",
         "AuthorizedButGoverned",
@@ -174,6 +180,8 @@ mod tests {
         "InvalidToolKey",
         "InvalidTimestamp",
         "DuplicateTool",
+        "GuardedPerCall",
+        "InvalidArgumentBinding",
     ];
 
     #[test]

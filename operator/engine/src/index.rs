@@ -52,6 +52,9 @@ pub(crate) struct CAccess {
     pub pattern: UriPattern,
     pub mode: Mode,
     pub provenance: Provenance,
+    /// A valid argument binding; an invalid one is a finding and leaves the entry
+    /// static (fail closed: its reach is judged as if no call could be checked).
+    pub argument: Option<ArgumentRef>,
 }
 
 pub(crate) struct CServer {
@@ -111,12 +114,29 @@ fn compile_server(input: Server) -> CServer {
     let mut access = Vec::new();
     for da in &input.data_access {
         match compile_uri(&da.resource) {
-            Ok(pattern) => access.push(CAccess {
-                tool: da.tool.clone(),
-                pattern,
-                mode: da.mode,
-                provenance: da.provenance.clone(),
-            }),
+            Ok(pattern) => {
+                let argument = da.argument.as_ref().and_then(|a| {
+                    match mcpgov_core::percall::ArgumentBinding::parse(&a.pointer, &a.template) {
+                        Ok(_) => Some(a.clone()),
+                        Err(m) => {
+                            problems.push(invalid(
+                                Kind::MCPServer,
+                                &input.key,
+                                FindingReason::InvalidArgumentBinding,
+                                m,
+                            ));
+                            None
+                        }
+                    }
+                });
+                access.push(CAccess {
+                    tool: da.tool.clone(),
+                    pattern,
+                    mode: da.mode,
+                    provenance: da.provenance.clone(),
+                    argument,
+                })
+            }
             Err(m) => problems.push(invalid(
                 Kind::MCPServer,
                 &input.key,

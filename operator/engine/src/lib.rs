@@ -14,6 +14,7 @@ pub mod check;
 mod compare;
 pub mod estate;
 pub mod findings;
+mod identity;
 pub use mcpgov_core::glob;
 mod impact;
 pub mod index;

@@ -31,6 +31,7 @@ impl fmt::Display for ObjKey {
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Source {
     Crawled,
     #[default]
@@ -41,6 +42,7 @@ pub enum Source {
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Confidence {
     #[default]
     High,
@@ -50,6 +52,7 @@ pub enum Confidence {
 
 /// Provenance carried by every edge. An edge without evidence is "unbacked".
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Provenance {
     pub source: Source,
@@ -75,6 +78,7 @@ impl Provenance {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Mode {
     Reads,
     Writes,
@@ -100,6 +104,21 @@ pub struct DataAccess {
     pub mode: Mode,
     #[serde(default)]
     pub provenance: Provenance,
+    /// The call argument that names the resource, for per-call enforcement. Absent on
+    /// static entries (and then out of every digest, which stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument: Option<ArgumentRef>,
+}
+
+/// Which argument of a call names the resource and how it maps to a URI (grammar in
+/// docs/semantics.md, checked by `mcpgov_core::percall::ArgumentBinding::parse`).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgumentRef {
+    /// RFC 6901 pointer into the call's `arguments` (`/path`).
+    pub pointer: String,
+    /// URI template with one `{label}` placeholder (`file://{path}`).
+    pub template: String,
 }
 
 /// Self-claims a server makes about a tool. Never turned into edges.
@@ -261,6 +280,7 @@ impl Contracts {
 
 /// Why a pinned tool's crawled contract may not be used.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ContractState {
     /// A contract was approved for the tool, and the crawled one is another.
     Changed,
@@ -293,6 +313,25 @@ pub enum Effect {
     Allow,
 }
 
+/// How a Deny Policy is enforced on resources reached through argument-bound dataAccess.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+pub enum Enforcement {
+    /// Reaching a governed resource statically is a violation (the default).
+    #[default]
+    Static,
+    /// A tool that reaches the Policy only through argument-bound dataAccess stays
+    /// eligible (`GuardedPerCall`); the gateway decides each call by its arguments.
+    PerCall,
+}
+
+impl Enforcement {
+    pub fn is_static(&self) -> bool {
+        *self == Enforcement::Static
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceBinding {
@@ -323,6 +362,10 @@ pub struct Policy {
     /// Namespaces whose Grants may declare exceptions; `None` = the Policy's own only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exception_namespaces: Option<Vec<String>>,
+    /// Static unless the Policy asks for per-call enforcement; a Static Policy's digest
+    /// does not change with this field's introduction.
+    #[serde(default, skip_serializing_if = "Enforcement::is_static")]
+    pub enforcement: Enforcement,
 }
 
 impl Policy {
@@ -338,6 +381,7 @@ impl Policy {
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Profile {
     #[default]
     Strict,

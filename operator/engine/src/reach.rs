@@ -18,6 +18,10 @@ pub struct AccessEdge {
     pub mode: Mode,
     pub resource: String,
     pub provenance: Provenance,
+    /// The argument bindings of the entries merged into this edge, when every one of
+    /// them is bound (an unbound claim of the same resource makes the edge static).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<ArgumentRef>,
 }
 
 /// A tool -> Policy path, before the agent's exceptions are considered.
@@ -39,6 +43,9 @@ pub struct PolicyPath {
     /// The overlap of the two patterns could not be decided within the work budget:
     /// the path is kept (fail closed) and reported as such.
     pub undecided: bool,
+    /// The Policy asks for per-call enforcement and the path runs through an
+    /// argument-bound edge: a gateway can decide each call, so it is no static violation.
+    pub per_call: bool,
 }
 
 /// The evidence path of a tool -> Policy path, from the tool node on.
@@ -112,24 +119,26 @@ impl Engine {
             Some(p) => p.expected(&id.name, crawled).map(str::to_string),
             None => crawled.map(str::to_string),
         };
+        let edges: Vec<AccessEdge> = access
+            .iter()
+            .map(|a| AccessEdge {
+                mode: a.mode,
+                resource: a.pattern.as_str().to_string(),
+                provenance: a.provenance.clone(),
+                arguments: bindings_of(server, id, a),
+            })
+            .collect();
         let mut paths = Vec::new();
         // One budget for all of this tool's comparisons, spent in Policy key order.
         let mut budget = Budget::new(REACH_STEPS);
         for p in self.candidate_policies(id, &access) {
-            self.policy_paths(p, id, &access, &mut paths, &mut budget);
+            self.policy_paths(p, id, &access, &edges, &mut paths, &mut budget);
         }
         ToolReach {
             id: id.clone(),
             exposed: catalog.is_some(),
             catalog,
-            access: access
-                .iter()
-                .map(|a| AccessEdge {
-                    mode: a.mode,
-                    resource: a.pattern.as_str().to_string(),
-                    provenance: a.provenance.clone(),
-                })
-                .collect(),
+            access: edges,
             paths,
             contract,
             expected_digest,
@@ -255,9 +264,11 @@ impl Engine {
         p: &CPolicy,
         id: &ToolId,
         access: &[&CAccess],
+        edges: &[AccessEdge],
         out: &mut Vec<PolicyPath>,
         budget: &mut Budget,
     ) {
+        let per_call_policy = p.input.enforcement == Enforcement::PerCall;
         if !self.policy_scope_covers(&p.input.key.namespace, &id.namespace) {
             return;
         }
@@ -279,9 +290,10 @@ impl Engine {
                 policy_name: p.input.key.to_string(),
                 tail: path_tail(id, None, &p.input.key),
                 undecided: false,
+                per_call: false,
             });
         }
-        for a in access {
+        for (a, edge) in access.iter().zip(edges) {
             for (pattern, prov) in &p.resources {
                 // Fail closed: a comparison over budget counts as reaching the Policy.
                 let undecided = match self.overlap_memo.overlaps(&a.pattern, pattern, budget) {
@@ -290,16 +302,12 @@ impl Engine {
                     Err(OverBudget) => true,
                 };
                 {
-                    let edge = AccessEdge {
-                        mode: a.mode,
-                        resource: a.pattern.as_str().to_string(),
-                        provenance: a.provenance.clone(),
-                    };
                     out.push(PolicyPath {
                         policy: p.input.key.clone(),
                         effect: p.input.effect,
-                        tail: path_tail(id, Some(&edge), &p.input.key),
-                        access: Some(edge),
+                        tail: path_tail(id, Some(edge), &p.input.key),
+                        per_call: per_call_policy && !edge.arguments.is_empty(),
+                        access: Some(edge.clone()),
                         binding: pattern.as_str().to_string(),
                         policy_provenance: prov.clone(),
                         patterns: Some((a.pattern.clone(), pattern.clone())),
@@ -409,6 +417,30 @@ impl Engine {
                 .covers(excused, access, governed, budget, paid),
         }
     }
+}
+
+/// The argument bindings of every dataAccess entry of `server` that names tool `id`
+/// with `a`'s resource and mode (they merge into one edge), sorted; empty unless every
+/// one of them is bound. Static entries cost nothing here.
+fn bindings_of(server: Option<&CServer>, id: &ToolId, a: &CAccess) -> Vec<ArgumentRef> {
+    let (Some(s), Some(_)) = (server, &a.argument) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in s.access.iter().filter(|e| {
+        e.mode == a.mode
+            && e.pattern == a.pattern
+            && (e.tool == id.name
+                || (crate::glob::has_glob(&e.tool) && crate::glob::name_matches(&e.tool, &id.name)))
+    }) {
+        match &e.argument {
+            Some(b) => out.push(b.clone()),
+            None => return Vec::new(),
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Of several bindings that make one edge, the first that cites evidence, else the

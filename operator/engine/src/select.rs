@@ -11,6 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Reason {
     NotFound,
     Ambiguous,
@@ -23,9 +24,13 @@ pub enum Reason {
     ContractChanged,
     /// Pinned server: no contract was ever approved for the tool.
     ContractUnapproved,
+    /// Reaches a per-call Policy through argument-bound dataAccess only: eligible, each
+    /// call decided by the gateway from its arguments.
+    GuardedPerCall,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     Eligible,
@@ -39,6 +44,7 @@ pub fn rejects(profile: Profile, reason: Reason) -> bool {
         NotFound | Ambiguous | NotGranted | Drifted | ContractChanged | ContractUnapproved => true,
         DenyViolation => profile != Profile::Explore,
         DenyException | Unmapped => profile == Profile::Strict,
+        GuardedPerCall => false,
     }
 }
 
@@ -70,8 +76,18 @@ pub fn reasons_of(v: &AccessVerdict) -> Vec<Reason> {
     // cross (Toolgraph's reasons after NOT_GRANTED).
     if violation {
         out.push(Reason::DenyViolation);
-    } else if !v.deny_paths.is_empty() {
+    } else if v
+        .deny_paths
+        .iter()
+        .any(|p| p.classification == Classification::AuthorizedButGoverned)
+    {
         out.push(Reason::DenyException);
+    }
+    if v.deny_paths
+        .iter()
+        .any(|p| p.classification == Classification::GuardedPerCall)
+    {
+        out.push(Reason::GuardedPerCall);
     }
     if v.drifted {
         out.push(Reason::Drifted);
@@ -130,6 +146,10 @@ fn score(v: &AccessVerdict, reach: Option<&ToolReach>) -> f64 {
         0.6
     } else if has_unbacked_edge(reach) {
         0.4
+    } else if reasons.contains(&Reason::GuardedPerCall) {
+        // Below unbacked (a claim nobody can check), above an excused path: the
+        // resource is safe only where the gateway sits in the call path.
+        0.3
     } else if reasons.contains(&Reason::DenyException) {
         0.2
     } else {
@@ -154,6 +174,7 @@ pub struct Features {
 
 /// eligible-tools: one candidate's decision under a profile.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Eligibility {
     pub tool: String,

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum VerdictKind {
     AgentNotFound,
@@ -23,13 +24,18 @@ pub enum VerdictKind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Classification {
     Violation,
     AuthorizedButGoverned,
+    /// A per-call Policy reached through an argument-bound edge, not excused: the
+    /// gateway decides each call (never produced for Static Policies).
+    GuardedPerCall,
 }
 
 /// One Agent -> Tool -> [Resource ->] Policy path with its evidence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct DenyPath {
     pub policy: String,
@@ -53,10 +59,12 @@ pub struct DenyPath {
 
 /// A CAN_CALL edge: which Grant selector put the tool in reach.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct GrantEdge {
     /// Written `namespace/name`.
     #[serde(serialize_with = "crate::wire::display")]
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub grant: ObjKey,
     pub selector: String,
     pub provenance: Provenance,
@@ -64,6 +72,7 @@ pub struct GrantEdge {
 
 /// The answer to "may this agent call this tool?".
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct AccessVerdict {
     pub agent: String,
@@ -263,6 +272,8 @@ impl<'e> Evaluator<'e> {
             path,
             classification: if exception.is_some() {
                 Classification::AuthorizedButGoverned
+            } else if p.per_call {
+                Classification::GuardedPerCall
             } else {
                 Classification::Violation
             },
@@ -326,10 +337,11 @@ impl<'e> Evaluator<'e> {
             v.verdict = VerdictKind::Allow;
         } else {
             v.verdict = VerdictKind::Deny;
+            // Guarded paths are decided per call: authorized here, as excused ones are.
             v.all_authorized = Some(
                 v.deny_paths
                     .iter()
-                    .all(|p| p.classification == Classification::AuthorizedButGoverned),
+                    .all(|p| p.classification != Classification::Violation),
             );
         }
         v

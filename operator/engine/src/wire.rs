@@ -105,6 +105,41 @@ macro_rules! wire_enum {
 #[doc(hidden)]
 pub use serde;
 
+/// The JSON Schema of a wire enum or of a value written as text (the MCP tools' output
+/// schemas): a string, with the enum's names when it has them.
+#[cfg(feature = "schema")]
+macro_rules! text_schema {
+    ($ty:ty, $name:literal, $names:expr) => {
+        impl schemars::JsonSchema for $ty {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
+                $name.into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let names: Option<&[&str]> = $names;
+                match names {
+                    Some(n) => schemars::json_schema!({ "type": "string", "enum": n }),
+                    None => schemars::json_schema!({ "type": "string" }),
+                }
+            }
+        }
+    };
+}
+
+#[cfg(feature = "schema")]
+text_schema!(
+    crate::FindingReason,
+    "FindingReason",
+    Some(crate::FindingReason::NAMES)
+);
+#[cfg(feature = "schema")]
+text_schema!(
+    crate::queries::DriftSource,
+    "DriftSource",
+    Some(crate::queries::DriftSource::NAMES)
+);
+#[cfg(feature = "schema")]
+text_schema!(crate::model::ObjectRef, "ObjectRef", None);
+
 /// `serialize_with` for a field written as its `Display` text.
 pub fn display<T: fmt::Display, S: serde::Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)

@@ -3,8 +3,9 @@
 //! its own syntax, so a name cannot close a string, start a new statement or smuggle
 //! a control byte into a terminal.
 
+use crate::questions::verdict_name;
 use crate::text;
-use mcpgov_engine::{AccessVerdict, Classification, VerdictKind};
+use mcpgov_engine::{AccessVerdict, Classification};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,17 +100,6 @@ impl Graph {
     }
 }
 
-pub fn verdict_name(v: VerdictKind) -> &'static str {
-    match v {
-        VerdictKind::AgentNotFound => "AGENT_NOT_FOUND",
-        VerdictKind::ToolNotFound => "TOOL_NOT_FOUND",
-        VerdictKind::Ambiguous => "AMBIGUOUS",
-        VerdictKind::NotGranted => "NOT_GRANTED",
-        VerdictKind::Deny => "DENY",
-        VerdictKind::Allow => "ALLOW",
-    }
-}
-
 /// The graph of one verdict: the agent, the tool and its grants, and every deny path.
 pub fn of_verdict(v: &AccessVerdict) -> Graph {
     let tool = v.tool_key.clone().unwrap_or_else(|| v.tool.clone());
@@ -139,7 +129,10 @@ pub fn of_verdict(v: &AccessVerdict) -> Graph {
     for p in &v.deny_paths {
         let style = match p.classification {
             Classification::Violation => Style::Violation,
-            Classification::AuthorizedButGoverned => Style::Exception,
+            // Decided per call by the gateway: drawn as reach that is not a violation.
+            Classification::AuthorizedButGoverned | Classification::GuardedPerCall => {
+                Style::Exception
+            }
         };
         // path: node, EDGE, node, EDGE, node ...
         let mut prev: Option<usize> = None;
@@ -320,6 +313,7 @@ pub fn mermaid(g: &Graph) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcpgov_engine::VerdictKind;
 
     /// The verdict for (agent, tool) over a small estate: `fs::read` reads two
     /// resources under one Deny Policy; `writer` is granted it, `idle` is not.

@@ -394,23 +394,6 @@ fn merge_catalog(prev: &mut Loaded, next: &Loaded) -> bool {
 
 /// `namespace/name`, or a bare name when exactly one namespace has such an agent.
 pub fn agent_key(engine: &Engine, raw: &str, default_ns: &str) -> Result<ObjKey, Failure> {
-    if let Some((ns, name)) = raw.split_once('/') {
-        return Ok(ObjKey::new(ns, name));
-    }
-    let matches: Vec<&ObjKey> = engine
-        .agents()
-        .map(|a| &a.key)
-        .filter(|k| k.name == raw)
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok((*one).clone()),
-        [] => Ok(ObjKey::new(default_ns, raw)),
-        many => Err(Failure::Input(format!(
-            "agent {raw:?} exists in several namespaces ({}); name it as namespace/name",
-            many.iter()
-                .map(|k| k.namespace.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
+    crate::questions::resolve_agent(engine, raw, default_ns, &crate::questions::Visibility::All)
+        .map_err(super::query::refused)
 }

@@ -6,6 +6,7 @@
 
 mod approve;
 mod check;
+mod checkcall;
 #[cfg(test)]
 mod fuzz;
 mod graph;
@@ -14,6 +15,7 @@ mod live;
 mod operator;
 mod query;
 mod sarif;
+mod serve;
 mod verify;
 mod whatif;
 mod why;
@@ -55,6 +57,9 @@ enum Command {
     /// Show tool contracts pending approval (what changed) and approve them: print the
     /// MCPServer patch for GitOps, or apply it with --apply.
     Approve(approve::ApproveArgs),
+    /// Answer the governance questions of `query` as an MCP server (tools over stdio,
+    /// or streamable HTTP on loopback with --listen).
+    Serve(serve::ServeArgs),
     /// Print the four CustomResourceDefinitions as YAML.
     Crds {
         /// Print the CRD reference (Markdown) instead.
@@ -127,6 +132,7 @@ pub fn run() -> ExitCode {
         Command::WhatIf(a) => whatif::run(a),
         Command::Bundle(a) => query::bundle(a),
         Command::Approve(a) => approve::run(a),
+        Command::Serve(a) => serve::run(a),
         Command::Crds { reference } => {
             let text = if reference {
                 crate::crd::reference::markdown()

@@ -45,6 +45,57 @@ pub struct OperatorArgs {
     /// (openreports.io Report), or `off`. The CRD comes from elsewhere.
     #[arg(long, value_enum, default_value = "off", env = "MCPGOV_POLICY_REPORTS")]
     policy_reports: PolicyReports,
+    #[command(flatten)]
+    admission: AdmissionArgs,
+    #[command(flatten)]
+    mcp: McpArgs,
+}
+
+/// The governance questions over MCP (docs/mcp-server.md); off unless a listen
+/// address is given. Every replica serves them from its live index.
+#[derive(Args, Clone, Debug)]
+pub struct McpArgs {
+    /// Serve streamable HTTP MCP at http://ADDR/mcp (e.g. 0.0.0.0:8090).
+    #[arg(long, env = "MCPGOV_MCP_LISTEN")]
+    mcp_listen: Option<SocketAddr>,
+    /// Audiences a caller's bearer token must be for (TokenReview); an empty value
+    /// accepts the API server's own audience.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "mcpgov",
+        env = "MCPGOV_MCP_TOKEN_AUDIENCES"
+    )]
+    mcp_token_audiences: Vec<String>,
+    /// Answer without tokens, reading everything: development only, and refused unless
+    /// --mcp-listen is a loopback address.
+    #[arg(long, env = "MCPGOV_MCP_ALLOW_UNAUTHENTICATED")]
+    mcp_allow_unauthenticated: bool,
+}
+
+impl McpArgs {
+    fn config(&self) -> Result<Option<crate::serve::live::Config>, Failure> {
+        let Some(listen) = self.mcp_listen else {
+            if self.mcp_allow_unauthenticated {
+                return Err(Failure::Input(
+                    "--mcp-allow-unauthenticated needs --mcp-listen".into(),
+                ));
+            }
+            return Ok(None);
+        };
+        let config = crate::serve::live::Config {
+            listen,
+            allow_unauthenticated: self.mcp_allow_unauthenticated,
+            audiences: self
+                .mcp_token_audiences
+                .iter()
+                .map(|a| a.trim().to_string())
+                .filter(|a| !a.is_empty())
+                .collect(),
+        };
+        config.check().map_err(Failure::Input)?;
+        Ok(Some(config))
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +112,65 @@ impl PolicyReports {
             PolicyReports::Policyreport => Some(crate::reports::Api::PolicyReport),
             PolicyReports::Openreports => Some(crate::reports::Api::OpenReports),
         }
+    }
+}
+
+/// The validating admission webhook (docs/admission.md); off unless a listen address
+/// is given. Every replica serves it.
+#[derive(Args, Clone, Debug)]
+pub struct AdmissionArgs {
+    /// Serve the admission webhook over TLS here (e.g. 0.0.0.0:9443).
+    #[arg(long, env = "MCPGOV_ADMISSION_LISTEN")]
+    admission_listen: Option<SocketAddr>,
+    /// The Secret holding the self-managed CA and serving certificate (made when missing).
+    #[arg(
+        long,
+        default_value = "mcpgov-admission-tls",
+        env = "MCPGOV_ADMISSION_SECRET"
+    )]
+    admission_secret: String,
+    /// Namespace of that Secret (default: POD_NAMESPACE, else "default").
+    #[arg(long, env = "MCPGOV_ADMISSION_NAMESPACE")]
+    admission_namespace: Option<String>,
+    /// Names the serving certificate is for: the Service's DNS names, or the IP address
+    /// of a `url:` webhook (comma-separated).
+    #[arg(long, value_delimiter = ',', env = "MCPGOV_ADMISSION_HOSTS")]
+    admission_hosts: Vec<String>,
+    /// The ValidatingWebhookConfiguration whose caBundle each replica keeps equal to the
+    /// CA; unset: the caBundle is left to someone else.
+    #[arg(long, env = "MCPGOV_ADMISSION_WEBHOOK_CONFIG")]
+    admission_webhook_config: Option<String>,
+}
+
+impl AdmissionArgs {
+    fn config(&self) -> Result<Option<crate::admission::Config>, Failure> {
+        let Some(listen) = self.admission_listen else {
+            return Ok(None);
+        };
+        let hosts: Vec<String> = self
+            .admission_hosts
+            .iter()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty())
+            .collect();
+        if hosts.is_empty() {
+            return Err(Failure::Input(
+                "--admission-listen needs --admission-hosts: the names the API server dials".into(),
+            ));
+        }
+        Ok(Some(crate::admission::Config {
+            listen,
+            cert: crate::admission::cert::CertConfig {
+                namespace: self
+                    .admission_namespace
+                    .clone()
+                    .or_else(|| std::env::var("POD_NAMESPACE").ok())
+                    .unwrap_or_else(|| "default".into()),
+                secret: self.admission_secret.clone(),
+                hosts,
+                webhook_config: self.admission_webhook_config.clone(),
+            },
+        }))
     }
 }
 
@@ -140,7 +250,7 @@ fn log_directives(env: Option<&str>) -> String {
     }
 }
 
-fn init_logging() {
+pub(super) fn init_logging() {
     let env = std::env::var("RUST_LOG").ok();
     let filter = tracing_subscriber::EnvFilter::try_new(log_directives(env.as_deref()))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(log_directives(None)));
@@ -160,7 +270,11 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
         policy_reports = ?a.policy_reports,
         "starting mcpgov operator"
     );
+    let admission = a.admission.config()?;
+    let mcp = a.mcp.config()?;
     let config = crate::controller::Config {
+        admission,
+        mcp,
         namespace: a.namespace,
         governance_namespace: a.governance_namespace,
         listen: a.listen,

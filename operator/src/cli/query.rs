@@ -2,9 +2,18 @@
 
 use super::input::agent_key;
 use super::{Failure, InputArgs, print_json, print_out};
+use crate::questions::{self as q, GraphId, Refusal, Snapshot, Visibility};
 use clap::{Args, Subcommand};
-use mcpgov_engine::{Evaluator, ObjKey, Profile};
+use mcpgov_engine::{Evaluator, ObjKey};
 use serde_json::json;
+
+/// A question the registry refused: bad arguments exit 2, the rest 1.
+pub(super) fn refused(r: Refusal) -> Failure {
+    match r {
+        Refusal::Invalid(m) => Failure::Input(m),
+        other => Failure::Gate(other.message().to_string()),
+    }
+}
 
 #[derive(Args)]
 pub struct QueryArgs {
@@ -20,6 +29,18 @@ enum Question {
         input: InputArgs,
         agent: String,
         tool: String,
+    },
+    /// What the gateway would decide for one call of TOOL by AGENT with these
+    /// arguments (bundle decision, expiry and per-call guard; the live contract is not
+    /// checked offline), with the evidence.
+    CheckCall {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+        tool: String,
+        /// The call's `arguments`, a JSON object.
+        #[arg(long, default_value = "{}")]
+        arguments: String,
     },
     /// Tools AGENT can call that reach a Deny-governed resource or tool.
     UnsafeTools {
@@ -74,6 +95,23 @@ enum Question {
         #[command(flatten)]
         input: InputArgs,
     },
+    /// Why AGENT may or may not use TOOL under a profile: the decision, the reasons
+    /// and the evidence paths.
+    Explain {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+        tool: String,
+        /// strict, review or explore; default: the Agent's own profile.
+        #[arg(long)]
+        profile: Option<String>,
+    },
+    /// The bundle compiled for AGENT: sha256, the digests of its inputs, its size.
+    BundleIdentity {
+        #[command(flatten)]
+        input: InputArgs,
+        agent: String,
+    },
     /// Hard filter of candidate tools under a profile, with reject reasons.
     EligibleTools {
         #[command(flatten)]
@@ -120,19 +158,11 @@ fn existing_agent(eval: &Evaluator, raw: &str, ns: &str) -> Result<ObjKey, Failu
     Ok(key)
 }
 
-fn parse_profile(raw: Option<&str>) -> Result<Option<Profile>, Failure> {
-    raw.map(|p| {
-        Profile::parse(p).ok_or_else(|| {
-            Failure::Input(format!("unknown profile {p:?} (strict, review or explore)"))
-        })
-    })
-    .transpose()
-}
-
 pub fn run(args: QueryArgs) -> Result<(), Failure> {
     use Question::*;
     let input = match &args.question {
         CheckAccess { input, .. }
+        | CheckCall { input, .. }
         | UnsafeTools { input, .. }
         | BlastRadius { input, .. }
         | Drift { input }
@@ -142,59 +172,107 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
         | DestructiveUnsafeguarded { input }
         | AnnotationContradictions { input }
         | AuditReport { input }
+        | Explain { input, .. }
+        | BundleIdentity { input, .. }
         | EligibleTools { input, .. }
         | RankFeatures { input, .. } => input,
     };
     let loaded = input.load()?;
     let ns = loaded.namespace.clone();
     let eval = loaded.engine.evaluator(loaded.now);
+    // The registry's questions: the same functions and JSON as `mcpgov serve`.
+    let s = Snapshot {
+        eval: &eval,
+        graph: GraphId::of_inputs(&loaded.engine, loaded.live.is_some()),
+        namespace: &ns,
+        published: None,
+    };
+    let all = &Visibility::All;
     match args.question {
         CheckAccess { agent, tool, .. } => {
-            let key = agent_key(eval.engine(), &agent, &ns)?;
-            let v = eval.check_access(&key, &tool);
-            if !v.agent_found {
-                eprintln!("AGENT_NOT_FOUND: no Agent {key}");
+            let v =
+                q::check_access(&s, all, q::CheckAccessInput { agent, tool }).map_err(refused)?;
+            if !v.answer.agent_found {
+                eprintln!("AGENT_NOT_FOUND: no Agent {}", v.answer.agent);
             }
             print_json(&v);
         }
-        UnsafeTools { agent, all, .. } => {
+        CheckCall {
+            agent,
+            tool,
+            arguments,
+            ..
+        } => {
             let key = existing_agent(&eval, &agent, &ns)?;
-            let rows = eval
-                .unsafe_tools(&key, all)
-                .ok_or_else(|| not_found(&key))?;
-            print_json(&json!({"agent": key.to_string(), "agentFound": true, "rows": rows}));
+            print_json(&super::checkcall::check_call(
+                &eval, &key, &tool, &arguments,
+            )?);
         }
-        BlastRadius { target, .. } => print_json(&eval.blast_radius(&target, &ns)),
-        Drift { .. } => print_json(&eval.drift()),
-        UnmappedTools { .. } => print_json(&eval.unmapped_tools()),
-        OrphanPolicies { .. } => print_json(&eval.orphan_policies()),
-        UnbackedEdges { include_grants, .. } => print_json(&eval.unbacked_edges(include_grants)),
-        DestructiveUnsafeguarded { .. } => print_json(&eval.destructive_unsafeguarded()),
-        AnnotationContradictions { .. } => print_json(&eval.annotation_contradictions()),
-        AuditReport { .. } => print_json(&eval.audit_report()),
+        UnsafeTools {
+            agent, all: every, ..
+        } => print_json(
+            &q::unsafe_tools(&s, all, q::UnsafeToolsInput { agent, all: every })
+                .map_err(refused)?,
+        ),
+        BlastRadius { target, .. } => print_json(
+            &q::blast_radius(
+                &s,
+                all,
+                q::BlastRadiusInput {
+                    target,
+                    namespace: None,
+                },
+            )
+            .map_err(refused)?,
+        ),
+        Drift { .. } => print_json(&q::drift(&s, all, q::NoInput {}).map_err(refused)?),
+        AuditReport { .. } => {
+            print_json(&q::audit_report(&s, all, q::NoInput {}).map_err(refused)?)
+        }
         EligibleTools {
             agent,
             tools,
             profile,
             ..
         } => {
-            let key = existing_agent(&eval, &agent, &ns)?;
-            let profile = parse_profile(profile.as_deref())?
-                .unwrap_or_else(|| eval.engine().agent(&key).expect("exists").profile);
-            let candidates = if tools.is_empty() {
-                eval.granted_tools(&key)
-                    .into_keys()
-                    .map(|id| id.to_string())
-                    .collect()
-            } else {
-                tools
+            let profile = profile
+                .as_deref()
+                .map(q::ProfileArg::parse)
+                .transpose()
+                .map_err(refused)?;
+            let input = q::EligibleToolsInput {
+                agent,
+                tools,
+                profile,
             };
-            let rows: Vec<_> = candidates
-                .iter()
-                .map(|t| eval.eligibility(&key, t, profile))
-                .collect();
-            print_json(&json!({"agent": key.to_string(), "profile": profile, "tools": rows}));
+            print_json(&q::eligible_tools(&s, all, input).map_err(refused)?);
         }
+        Explain {
+            agent,
+            tool,
+            profile,
+            ..
+        } => {
+            let profile = profile
+                .as_deref()
+                .map(q::ProfileArg::parse)
+                .transpose()
+                .map_err(refused)?;
+            let input = q::ExplainInput {
+                agent,
+                tool,
+                profile,
+            };
+            print_json(&q::explain(&s, all, input).map_err(refused)?);
+        }
+        BundleIdentity { agent, .. } => print_json(
+            &q::bundle_identity(&s, all, q::BundleIdentityInput { agent }).map_err(refused)?,
+        ),
+        UnmappedTools { .. } => print_json(&eval.unmapped_tools()),
+        OrphanPolicies { .. } => print_json(&eval.orphan_policies()),
+        UnbackedEdges { include_grants, .. } => print_json(&eval.unbacked_edges(include_grants)),
+        DestructiveUnsafeguarded { .. } => print_json(&eval.destructive_unsafeguarded()),
+        AnnotationContradictions { .. } => print_json(&eval.annotation_contradictions()),
         RankFeatures { agent, tools, .. } => {
             let key = existing_agent(&eval, &agent, &ns)?;
             let rows: Vec<_> = tools.iter().map(|t| eval.features(&key, t)).collect();

@@ -1,12 +1,11 @@
 //! `mcpgov why AGENT TOOL` and `mcpgov check-access`: one verdict with its evidence
 //! paths, as readable text, JSON, Graphviz DOT or Mermaid.
 
-use super::graph::{self, verdict_name};
-use super::input::agent_key;
+use super::graph;
 use super::{Failure, InputArgs, print_json, print_out};
-use crate::text;
+use crate::questions::{self, Answer, GraphId, Snapshot, Visibility};
 use clap::{Args, ValueEnum};
-use mcpgov_engine::{AccessVerdict, Classification, Provenance, VerdictKind};
+use mcpgov_engine::AccessVerdict;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WhyOutput {
@@ -41,25 +40,37 @@ pub struct CheckAccessArgs {
     output: WhyOutput,
 }
 
-fn verdict(input: &InputArgs, agent: &str, tool: &str) -> Result<AccessVerdict, Failure> {
+/// The registry's check-access answer (the verdict and the graph that gave it).
+fn verdict(input: &InputArgs, agent: &str, tool: &str) -> Result<Answer<AccessVerdict>, Failure> {
     let loaded = input.load()?;
     let eval = loaded.engine.evaluator(loaded.now);
-    let key = agent_key(eval.engine(), agent, &loaded.namespace)?;
-    Ok(eval.check_access(&key, tool))
+    let s = Snapshot {
+        eval: &eval,
+        graph: GraphId::of_inputs(&loaded.engine, loaded.live.is_some()),
+        namespace: &loaded.namespace,
+        published: None,
+    };
+    let input = questions::CheckAccessInput {
+        agent: agent.to_string(),
+        tool: tool.to_string(),
+    };
+    questions::check_access(&s, &Visibility::All, input).map_err(super::query::refused)
 }
 
-fn print(v: &AccessVerdict, output: WhyOutput) {
+fn print(answer: &Answer<AccessVerdict>, output: WhyOutput) {
+    let v = &answer.answer;
     match output {
-        WhyOutput::Text => print_out(explain(v).as_bytes()),
-        WhyOutput::Json => print_json(v),
+        WhyOutput::Text => print_out(questions::explain_text(v).as_bytes()),
+        WhyOutput::Json => print_json(answer),
         WhyOutput::Dot => print_out(graph::dot(&graph::of_verdict(v)).as_bytes()),
         WhyOutput::Mermaid => print_out(graph::mermaid(&graph::of_verdict(v)).as_bytes()),
     }
 }
 
 pub fn why(a: WhyArgs) -> Result<(), Failure> {
-    let v = verdict(&a.input, &a.agent, &a.tool)?;
-    print(&v, a.output);
+    let answer = verdict(&a.input, &a.agent, &a.tool)?;
+    print(&answer, a.output);
+    let v = &answer.answer;
     if !v.agent_found {
         return Err(Failure::Gate(format!(
             "AGENT_NOT_FOUND: no Agent {}",
@@ -70,125 +81,10 @@ pub fn why(a: WhyArgs) -> Result<(), Failure> {
 }
 
 pub fn check_access(a: CheckAccessArgs) -> Result<(), Failure> {
-    let v = verdict(&a.input, &a.agent, &a.tool)?;
-    if !v.agent_found {
-        eprintln!("AGENT_NOT_FOUND: no Agent {}", v.agent);
+    let answer = verdict(&a.input, &a.agent, &a.tool)?;
+    if !answer.answer.agent_found {
+        eprintln!("AGENT_NOT_FOUND: no Agent {}", answer.answer.agent);
     }
-    print(&v, a.output);
+    print(&answer, a.output);
     Ok(())
-}
-
-/// `(OperatorAsserted, High, evidence "x")`, or a warning when nothing backs it.
-fn provenance(p: &Provenance) -> String {
-    let evidence = match p.evidence.as_deref().filter(|e| !e.trim().is_empty()) {
-        Some(e) => format!("evidence {}", text::quote(e, 200)),
-        None => "NO EVIDENCE".to_string(),
-    };
-    format!("({:?}, {:?}, {evidence})", p.source, p.confidence)
-}
-
-/// The verdict in words: what was decided, by which grants, along which paths.
-pub fn explain(v: &AccessVerdict) -> String {
-    let q = |s: &str| text::escape(s).into_owned();
-    let tool = v.tool_key.as_deref().unwrap_or(&v.tool);
-    let mut out = format!(
-        "{}: agent {} -> tool {}\n",
-        verdict_name(v.verdict),
-        q(&v.agent),
-        q(tool)
-    );
-    let summary = match v.verdict {
-        VerdictKind::AgentNotFound => "no such Agent".to_string(),
-        VerdictKind::ToolNotFound => format!("no tool {} is visible from the agent", q(&v.tool)),
-        VerdictKind::Ambiguous => format!(
-            "{} names several tools: {}",
-            q(&v.tool),
-            v.candidates
-                .iter()
-                .map(|c| q(c))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        VerdictKind::NotGranted => "no Grant gives the agent this tool".to_string(),
-        VerdictKind::Allow => "granted, and no path reaches a Deny policy".to_string(),
-        VerdictKind::Deny => {
-            let violations = v
-                .deny_paths
-                .iter()
-                .filter(|p| p.classification == Classification::Violation)
-                .count();
-            if violations == 0 {
-                format!(
-                    "granted; every one of {} deny path(s) is an authorized exception",
-                    v.deny_paths.len()
-                )
-            } else {
-                format!(
-                    "granted, and {violations} of {} deny path(s) are violations",
-                    v.deny_paths.len()
-                )
-            }
-        }
-    };
-    out.push_str(&format!("  {summary}\n"));
-    if v.drifted {
-        out.push_str("  drift: no server exposes this tool now (governance still names it)\n");
-    }
-    if v.unmapped && v.tool_key.is_some() {
-        out.push_str("  unmapped: no READS/WRITES authored for this tool\n");
-    }
-    if !v.granted_by.is_empty() {
-        out.push_str("\nGranted by:\n");
-        for g in &v.granted_by {
-            out.push_str(&format!(
-                "  Grant {} selector {} {}\n",
-                q(&g.grant.to_string()),
-                text::quote(&g.selector, 200),
-                provenance(&g.provenance)
-            ));
-        }
-    }
-    if !v.deny_paths.is_empty() {
-        out.push_str(&format!(
-            "\nDeny paths{}:\n",
-            if v.granted_by.is_empty() {
-                " (crossed if it were granted)"
-            } else {
-                ""
-            }
-        ));
-    }
-    for (i, p) in v.deny_paths.iter().enumerate() {
-        let class = match p.classification {
-            Classification::Violation => "VIOLATION",
-            Classification::AuthorizedButGoverned => "EXCEPTION",
-        };
-        out.push_str(&format!(
-            "  {}. {class}  {}\n",
-            i + 1,
-            p.path.iter().map(|s| q(s)).collect::<Vec<_>>().join(" ")
-        ));
-        if let (Some(mode), Some(resource)) = (p.mode, &p.resource) {
-            let prov = p.provenance.as_ref().map(provenance).unwrap_or_default();
-            out.push_str(&format!("     {} {} {prov}\n", mode.edge(), q(resource)));
-        }
-        out.push_str(&format!(
-            "     GOVERNED_BY Policy {} via {} {}\n",
-            q(&p.policy),
-            text::quote(&p.governed_by, 200),
-            provenance(&p.policy_provenance)
-        ));
-        match (&p.exception_grant, &p.exception_reason) {
-            (Some(g), reason) => out.push_str(&format!(
-                "     exception: Grant {} reason {}\n",
-                q(g),
-                text::quote(reason.as_deref().unwrap_or(""), 300)
-            )),
-            (None, _) => out.push_str("     exception: none\n"),
-        }
-        if let Some(u) = &p.undecided {
-            out.push_str(&format!("     undecided (counted): {}\n", q(u)));
-        }
-    }
-    out
 }

@@ -108,6 +108,8 @@ pub(super) struct Index {
     /// A bundle the writer could not publish (taken name, API error), shown in the
     /// Agent's status by its next evaluation.
     pub bundle_issues: BTreeMap<ObjKey, BundleOutcome>,
+    /// Every change made to `engine`, for the admission webhook's mirror.
+    pub feed: Option<crate::admission::mirror::Feed>,
     /// PolicyReports (`--policy-reports`): `None` when off.
     pub reports: Option<super::reports::Reports>,
     /// The writer the reports use: they still write from the index task, awaited, once
@@ -162,6 +164,7 @@ impl Index {
             deleting: BTreeSet::new(),
             written_rv: BTreeMap::new(),
             bundle_issues: BTreeMap::new(),
+            feed: None,
         }
     }
 
@@ -321,6 +324,14 @@ impl Index {
 
     /// The engine's form of a server: the in-memory catalog of our own crawl wins over
     /// status (which may be truncated).
+    /// Apply to the engine, and tell the mirror (when there is one).
+    fn engine_apply(&mut self, object: mcpgov_engine::Object) -> mcpgov_engine::Impact {
+        if let Some(f) = &self.feed {
+            f.apply(&object);
+        }
+        self.engine.apply(object)
+    }
+
     fn server_object(&self, key: &ObjKey, s: &MCPServer) -> mcpgov_engine::Object {
         let mut e = s.to_engine("");
         if let Some(c) = self.catalogs.get(key) {
@@ -407,7 +418,7 @@ impl Index {
                     self.catalogs
                         .insert(key.clone(), mcpgov_engine::Catalog::from(cat));
                     if let Some(s) = self.servers.get(&key) {
-                        let impact = self.engine.apply(self.server_object(&key, s));
+                        let impact = self.engine_apply(self.server_object(&key, s));
                         self.dirty.absorb(impact);
                         self.dirty.servers.insert(key);
                     }
@@ -466,13 +477,19 @@ impl Index {
                 |ix| &mut ix.agents,
                 |_, a| mcpgov_engine::Object::Agent(a.to_engine("")),
             ),
-            Object::Policy(p) => self.store(
-                kind,
-                key,
-                *p,
-                |ix| &mut ix.policies,
-                |_, p| mcpgov_engine::Object::Policy(p.to_engine("")),
-            ),
+            Object::Policy(p) => {
+                self.store(
+                    kind,
+                    key.clone(),
+                    *p,
+                    |ix| &mut ix.policies,
+                    |_, p| mcpgov_engine::Object::Policy(p.to_engine("")),
+                );
+                if let (Some(f), Some(p)) = (&self.feed, self.policies.get(&key)) {
+                    let mode = p.spec.admission.unwrap_or_default();
+                    f.enforce(&key, mode == crate::crd::policy::AdmissionMode::Enforce);
+                }
+            }
             Object::Grant(g) => self.store(
                 kind,
                 key,
@@ -483,6 +500,11 @@ impl Index {
             // Held by the watch task already (no bundle bytes).
             Object::ConfigMap(cm) => {
                 if !self.older_than_written(kind, &key, &cm.metadata) {
+                    if let Some(f) = &self.feed
+                        && let Some((agent, p)) = crate::serve::live::published_of(&cm)
+                    {
+                        f.bundle(agent, Some(p));
+                    }
                     self.configmaps.insert(key, *cm);
                 }
             }
@@ -555,12 +577,18 @@ impl Index {
                 if let Some(cm) = self.configmaps.remove(key)
                     && let Some((agent, _)) = super::bundles::owner(&cm)
                 {
+                    if let Some(f) = &self.feed {
+                        f.bundle(ObjKey::new(&key.namespace, agent), None);
+                    }
                     self.dirty.agents.insert(ObjKey::new(&key.namespace, agent));
                 }
                 None
             }
         };
         if let Some(k) = engine_kind {
+            if let Some(f) = &self.feed {
+                f.delete(k, key);
+            }
             let impact = self.engine.delete(k, key);
             self.dirty.absorb(impact);
         }

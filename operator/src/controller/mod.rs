@@ -42,6 +42,10 @@ pub struct Config {
     pub net: crate::crawler::NetPolicy,
     /// Leader election; `None` runs a single writer without a Lease.
     pub election: Option<leader::Election>,
+    /// The admission webhook, served by every replica; `None`: off.
+    pub admission: Option<crate::admission::Config>,
+    /// The governance questions over MCP, served by every replica; `None`: off.
+    pub mcp: Option<crate::serve::live::Config>,
     /// Write findings as reports in this API (`--policy-reports`); `None`: off.
     pub policy_reports: Option<crate::reports::Api>,
 }
@@ -56,6 +60,28 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listen = config.listen;
     let (http_ready, http_metrics) = (ready.clone(), metrics.clone());
     let server = tokio::spawn(async move { http::serve(listen, http_ready, http_metrics).await });
+    // The mirror of the index: read by the webhook and the MCP listener.
+    let mut feed = None;
+    let mut mirror = None;
+    if config.admission.is_some() || config.mcp.is_some() {
+        let engine_config = mcpgov_engine::EngineConfig {
+            governance_namespace: config.governance_namespace.clone(),
+        };
+        let (f, m) = crate::admission::mirror::spawn(engine_config, ready.clone());
+        feed = Some(f);
+        mirror = Some(m);
+    }
+    let admission = match config.admission.clone() {
+        Some(a) => {
+            let (c, g, m) = (
+                client.clone(),
+                config.governance_namespace.clone(),
+                mirror.clone(),
+            );
+            tokio::spawn(async move { crate::admission::run(c, a, g, m).await })
+        }
+        None => tokio::spawn(std::future::pending()),
+    };
     let (leadership, lease_task) = match &config.election {
         Some(e) => {
             let (l, t) = leader::elect(client.clone(), e).await?;
@@ -85,10 +111,23 @@ pub async fn run(config: Config) -> Result<(), String> {
         metrics.crawl_list_changed.clone(),
         leadership.flag.clone(),
     );
+    let (mcp_config, mcp_client) = (config.mcp.clone(), client.clone());
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());
     let (jobs_tx, jobs_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut index = index::Index::new(config, metrics, ready, specs_tx, leadership);
+    // Answers name the index's graph instance: the mirror takes in the same changes in
+    // the same order, so its generations are the index's.
+    let mcp = match (mcp_config, mirror) {
+        (Some(m), Some(mirror)) => {
+            let (c, instance) = (mcp_client, index.instance.clone());
+            tokio::spawn(
+                async move { crate::serve::live::run(c, m, mirror, instance, |_| {}).await },
+            )
+        }
+        _ => tokio::spawn(std::future::pending()),
+    };
     index.report_writer = Some(writer.clone());
+    index.feed = feed;
     writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());
     let lease = async {
         match lease_task {
@@ -108,6 +147,16 @@ pub async fn run(config: Config) -> Result<(), String> {
             Ok(Ok(())) => Err("HTTP server stopped".into()),
             Ok(Err(e)) => Err(format!("HTTP server on {listen}: {e}")),
             Err(e) => Err(format!("HTTP server task: {e}")),
+        },
+        r = admission => match r {
+            Ok(Ok(())) => Err("admission server stopped".into()),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(format!("admission server task: {e}")),
+        },
+        r = mcp => match r {
+            Ok(Ok(())) => Err("MCP server stopped".into()),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(format!("MCP server task: {e}")),
         },
         _ = tokio::signal::ctrl_c() => {
             tracing::info!("interrupted; stopping");

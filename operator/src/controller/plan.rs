@@ -815,6 +815,8 @@ mod plan_tests {
             crawl_concurrency: 0,
             net: Default::default(),
             election: None,
+            admission: None,
+            mcp: None,
             policy_reports: None,
         };
         let (specs, _) = tokio::sync::watch::channel(Default::default());

@@ -90,6 +90,16 @@ impl MCPServer {
                         server::AccessMode::Writes => engine::Mode::Writes,
                     },
                     provenance: (&d.provenance).into(),
+                    argument: d.argument.as_ref().map(|a| engine::ArgumentRef {
+                        // A name is the pointer to that member; with neither (the CRD
+                        // refuses it) the empty pointer fails the engine's check.
+                        pointer: match (&a.name, &a.pointer) {
+                            (Some(n), None) => mcpgov_core::percall::pointer_of_name(n),
+                            (None, Some(p)) => p.clone(),
+                            _ => String::new(),
+                        },
+                        template: a.template.clone(),
+                    }),
                 })
                 .collect(),
             sharing: self
@@ -153,6 +163,10 @@ impl Policy {
                 .exceptions
                 .as_ref()
                 .map(|e| e.allowed_namespaces.clone()),
+            enforcement: match self.spec.enforcement {
+                Some(policy::Enforcement::PerCall) => engine::Enforcement::PerCall,
+                Some(policy::Enforcement::Static) | None => engine::Enforcement::Static,
+            },
         }
     }
 }
@@ -198,6 +212,38 @@ impl Grant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_named_argument_is_the_pointer_to_that_member_and_enforcement_defaults_static() {
+        let s: MCPServer = serde_json::from_value(serde_json::json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "MCPServer",
+            "metadata": {"name": "fs", "namespace": "t"},
+            "spec": {"endpoint": {"url": "http://fs:8080/mcp"}, "dataAccess": [
+                {"tool": "a", "resource": "file:///srv/**", "mode": "Reads",
+                 "argument": {"name": "a/b~c", "template": "file://{p}"}},
+                {"tool": "b", "resource": "file:///srv/**", "mode": "Reads",
+                 "argument": {"pointer": "/opts/path", "template": "file://{p}"}},
+                {"tool": "c", "resource": "file:///srv/**", "mode": "Reads"}]}
+        }))
+        .unwrap();
+        let e = s.to_engine("t");
+        let ptr = |i: usize| {
+            e.data_access[i]
+                .argument
+                .as_ref()
+                .map(|a| a.pointer.clone())
+        };
+        assert_eq!(ptr(0).as_deref(), Some("/a~1b~0c"));
+        assert_eq!(ptr(1).as_deref(), Some("/opts/path"));
+        assert_eq!(ptr(2), None);
+        let p: Policy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "mcpgov.io/v1alpha1", "kind": "Policy",
+            "metadata": {"name": "p", "namespace": "t"},
+            "spec": {"effect": "Deny", "governs": {"resources": [{"uri": "file:///x"}]}}
+        }))
+        .unwrap();
+        assert_eq!(p.to_engine("t").enforcement, engine::Enforcement::Static);
+    }
 
     /// Found by the check fuzzer: `namespace: ""` must not make a namespace named "".
     #[test]

@@ -39,6 +39,34 @@ pub struct PolicySpec {
     /// Who may declare expected exceptions to this Policy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exceptions: Option<ExceptionRules>,
+    /// Static (default): reaching a governed resource is a violation. PerCall: a tool
+    /// that reaches this Policy only through argument-bound dataAccess stays eligible
+    /// (reason GuardedPerCall) and the gateway blocks each call whose argument names a
+    /// governed resource (docs/semantics.md, "Per-call enforcement").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforcement: Option<Enforcement>,
+    /// What the admission webhook does about a Grant, Agent or MCPServer change that
+    /// creates a new violation of this Policy: Warn (default) or Enforce (refuse it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<AdmissionMode>,
+}
+
+/// How a Deny is enforced: Static or PerCall.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Enforcement {
+    Static,
+    PerCall,
+}
+
+/// The admission webhook's answer to a change that creates a new violation of a Policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum AdmissionMode {
+    /// Admit it with a warning (kubectl apply prints it).
+    #[default]
+    Warn,
+    /// Refuse it, with the evidence path, until an expected exception the Policy allows
+    /// is declared (docs/admission.md).
+    Enforce,
 }
 
 /// A Policy's effect: Deny or Allow.

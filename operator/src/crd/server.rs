@@ -225,6 +225,36 @@ pub struct DataAccess {
     /// Where this READS/WRITES claim comes from.
     #[serde(default)]
     pub provenance: Provenance,
+    /// The call argument that names the resource, for Policies with `enforcement:
+    /// PerCall`: the gateway resolves it to a URI on every call and checks it against
+    /// `resource` and the governed patterns (docs/semantics.md, "Per-call enforcement").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument: Option<ArgumentBinding>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "has(self.name) != has(self.pointer)",
+    "message": "an argument binding names exactly one of name or pointer"
+}]))]
+/// Which argument of a call names the resource, and how its value maps to a URI.
+pub struct ArgumentBinding {
+    /// A top-level argument name, e.g. `path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[^\s]+$"), length(min = 1, max = 128))]
+    pub name: Option<String>,
+    /// Or an RFC 6901 JSON pointer into the arguments, e.g. `/options/path`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^(/([^~]|~[01])*)+$"), length(min = 2, max = 512))]
+    pub pointer: Option<String>,
+    /// URI template with exactly one `{label}` placeholder the value replaces:
+    /// `file://{path}` (the value is an absolute path, read literally), `{url}` (the
+    /// value is a URI), `https://host/items/{id}` (a segment under a fixed path).
+    #[schemars(
+        regex(pattern = r"^[^{}\s]*\{[A-Za-z0-9_.-]+\}[^{}\s]*$"),
+        length(min = 3, max = 512)
+    )]
+    pub template: String,
 }
 
 /// Which other namespaces may grant this server's tools.

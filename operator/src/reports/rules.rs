@@ -216,6 +216,20 @@ mod tests {
             Outcome::Error,
             Severity::High,
         ),
+        (
+            Exception,
+            "GuardedPerCall",
+            "expected-exception",
+            Outcome::Skip,
+            Severity::Info,
+        ),
+        (
+            Invalid,
+            "InvalidArgumentBinding",
+            "invalid-input",
+            Outcome::Error,
+            Severity::High,
+        ),
     ];
 
     #[test]

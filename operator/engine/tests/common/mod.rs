@@ -89,6 +89,21 @@ impl ServerB {
             resource: uri.into(),
             mode,
             provenance: prov(evidence),
+            argument: None,
+        });
+        self
+    }
+    /// A Reads entry whose resource the call argument at `pointer` names.
+    pub fn reads_arg(mut self, tool: &str, uri: &str, pointer: &str, template: &str) -> Self {
+        self.0.data_access.push(DataAccess {
+            tool: tool.into(),
+            resource: uri.into(),
+            mode: Mode::Reads,
+            provenance: prov("src.rs::read"),
+            argument: Some(ArgumentRef {
+                pointer: pointer.into(),
+                template: template.into(),
+            }),
         });
         self
     }
@@ -132,6 +147,7 @@ pub fn deny(ns: &str, name: &str) -> PolicyB {
         resources: vec![],
         tools: vec![],
         exception_namespaces: None,
+        enforcement: Enforcement::Static,
     })
 }
 
@@ -168,6 +184,10 @@ impl PolicyB {
             tool: sel.into(),
             provenance: prov(""),
         });
+        self
+    }
+    pub fn per_call(mut self) -> Self {
+        self.0.enforcement = Enforcement::PerCall;
         self
     }
     pub fn exceptions_from(mut self, namespaces: &[&str]) -> Self {

@@ -1,0 +1,300 @@
+//! The admission webhook on the real API server, called over TLS with the CA the
+//! operator made and put in the configuration's caBundle: `kubectl apply` shows a
+//! denial in the offline validator's words, a clean object passes, and with the
+//! operator stopped applies pass (failurePolicy: Ignore).
+
+use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use mcpgov_e2e::*;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn configuration(name: &str, ns: &str, port: u16) -> ValidatingWebhookConfiguration {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{
+            "name": "validate.mcpgov.io",
+            "clientConfig": {"url": format!("https://127.0.0.1:{port}/validate")},
+            "rules": [{
+                "apiGroups": ["mcpgov.io"], "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["grants", "agents", "policies", "mcpservers"],
+            }],
+            // Only this test's namespace: other tests run beside it.
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+            "failurePolicy": "Ignore",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
+            "admissionReviewVersions": ["v1"],
+        }]
+    }))
+    .unwrap()
+}
+
+fn kubectl_apply(ns: &str, yaml: &str, extra: &[&str]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .args(["apply", "-n", ns, "-f", "-"])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(yaml.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+const EXPIRED: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-git}
+spec:
+  agent: ci-bot
+  tools: ["git::git_show"]
+  expectedExceptions:
+    - {policy: secrets-deny, reason: "release audit", expires: "2020-01-01T00:00:00Z"}
+"#;
+
+const BAD_URI: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-uri}
+spec:
+  agent: ci-bot
+  tools: ["git::git_show"]
+  expectedExceptions:
+    - {policy: secrets-deny, reason: "r", resource: "file:///srv/%zz"}
+"#;
+
+const CLEAN: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-clean}
+spec: {agent: docs-bot, tools: ["git::git_log"]}
+"#;
+
+const ESTATE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: git}
+spec:
+  endpoint: {url: "http://git.example.svc:8080/mcp"}
+  dataAccess:
+    - {tool: git_show, resource: "file:///srv/app/**", mode: Reads}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: secrets-deny}
+spec: {effect: Deny, governs: {resources: [{uri: "file:///srv/app/**"}]}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: ci-bot}
+spec: {}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: release-bot}
+spec: {}
+"#;
+
+const VIOLATING: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-git}
+spec: {agent: ci-bot, tools: ["git::git_show"]}
+"#;
+
+const ENFORCE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: secrets-deny}
+spec: {effect: Deny, admission: Enforce, governs: {resources: [{uri: "file:///srv/app/**"}]}}
+"#;
+
+const RELEASE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: release-bot-git}
+spec:
+  agent: release-bot
+  tools: ["git::git_show"]
+"#;
+
+const RELEASE_EXCUSED: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: release-bot-git}
+spec:
+  agent: release-bot
+  tools: ["git::git_show"]
+  expectedExceptions:
+    - {policy: secrets-deny, reason: "release notes read the tree"}
+"#;
+
+/// Apply until `done` holds on kubectl's output (the mirror follows the watch a few
+/// milliseconds behind); the last output.
+async fn apply_until(
+    ns: &str,
+    yaml: &str,
+    extra: &[&str],
+    done: impl Fn(&Output) -> bool,
+) -> Output {
+    let start = Instant::now();
+    loop {
+        let out = kubectl_apply(ns, yaml, extra);
+        if done(&out) {
+            return out;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "kubectl apply never did it: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_apply_meets_the_webhook_over_tls_and_passes_when_it_is_down() {
+    let client = client().await;
+    let ns = namespace(&client, "admission").await;
+    let port = free_port();
+    let name = format!("mcpgov-e2e-{ns}");
+    let vwcs: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    vwcs.create(&PostParams::default(), &configuration(&name, &ns, port))
+        .await
+        .unwrap();
+    let listen = format!("127.0.0.1:{port}");
+    let op = Operator::spawn(
+        &ns,
+        300,
+        &[
+            "--crawl-concurrency",
+            "0",
+            "--admission-listen",
+            &listen,
+            "--admission-hosts",
+            "127.0.0.1",
+            "--admission-namespace",
+            &ns,
+            "--admission-webhook-config",
+            &name,
+        ],
+        "info,mcpgov=debug",
+    );
+    op.wait_ready().await;
+
+    // Until the caBundle is in and the API server trusts the operator, calls fail and
+    // are ignored: wait for the first denial (server-side dry run: nothing is stored).
+    let start = Instant::now();
+    let denied = loop {
+        let out = kubectl_apply(&ns, EXPIRED, &["--dry-run=server"]);
+        if !out.status.success() {
+            break String::from_utf8_lossy(&out.stderr).into_owned();
+        }
+        assert!(start.elapsed() < DEADLINE, "the webhook never denied");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let vwc = vwcs.get(&name).await.unwrap();
+    let bundle = vwc.webhooks.unwrap()[0].client_config.ca_bundle.clone();
+    assert!(
+        bundle.is_some_and(|b| b.0.starts_with(b"-----BEGIN CERTIFICATE-----")),
+        "the operator set the caBundle"
+    );
+
+    // What kubectl prints: the API server's words, then the offline validator's.
+    println!("kubectl apply (expired exception): {denied}");
+    assert!(
+        denied.contains("admission webhook \"validate.mcpgov.io\" denied the request"),
+        "{denied}"
+    );
+    assert!(
+        denied.contains("expected exception to secrets-deny expired at 2020-01-01T00:00:00Z"),
+        "{denied}"
+    );
+
+    let out = kubectl_apply(&ns, BAD_URI, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("kubectl apply (bad URI): {stderr}");
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("Grant") && stderr.contains("%zz"),
+        "{stderr}"
+    );
+
+    let out = kubectl_apply(&ns, CLEAN, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Warn: a Grant that creates a violation is admitted, and kubectl prints why.
+    apply(&client, &ns, ESTATE).await.unwrap();
+    let out = apply_until(&ns, VIOLATING, &["--dry-run=server"], |o| {
+        String::from_utf8_lossy(&o.stderr).contains("Warning: mcpgov:")
+    })
+    .await;
+    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl apply (violating Grant): {warned}");
+    assert!(out.status.success(), "{warned}");
+    assert!(
+        warned.contains(&format!(
+            "Warning: mcpgov: Grant {ns}/ci-bot-git makes {ns}/ci-bot violate {ns}/secrets-deny through"
+        )) && warned.contains("git_show"),
+        "{warned}"
+    );
+    let out = kubectl_apply(&ns, VIOLATING, &[]);
+    assert!(out.status.success());
+
+    // Enforce: the Policy opts in; a new violation of it is refused, with the path.
+    let out = kubectl_apply(&ns, ENFORCE, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = apply_until(&ns, RELEASE, &[], |o| !o.status.success()).await;
+    let refused = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl apply (Grant under an Enforce Policy): {refused}");
+    assert!(refused.contains("denied the request"), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "makes {ns}/release-bot violate {ns}/secrets-deny (admission: Enforce) through"
+        )) && refused.contains("git_show"),
+        "{refused}"
+    );
+    // The same Grant with the exception the Policy allows (its own namespace) passes.
+    let out = kubectl_apply(&ns, RELEASE_EXCUSED, &[]);
+    assert!(
+        out.status.success(),
+        "accepted once excused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The operator stops: failurePolicy Ignore lets applies through.
+    op.stop();
+    let start = Instant::now();
+    let out = kubectl_apply(&ns, EXPIRED, &[]);
+    assert!(
+        out.status.success(),
+        "with the webhook down the apply passes: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "and without a long wait"
+    );
+
+    vwcs.delete(&name, &DeleteParams::default()).await.unwrap();
+}

@@ -1,0 +1,367 @@
+use super::*;
+use serde_json::{Value, json};
+
+fn ctx() -> Ctx {
+    Ctx {
+        governance_namespace: "mcpgov-system".into(),
+        mirror: None,
+        what_ifs: Arc::new(tokio::sync::Semaphore::new(1)),
+    }
+}
+
+fn now() -> jiff::Timestamp {
+    "2026-06-01T00:00:00Z".parse().unwrap()
+}
+
+fn review_of(kind: &str, group: &str, operation: &str, object: Value) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": group, "version": "v1alpha1", "kind": kind},
+            "resource": {"group": group, "version": "v1alpha1", "resource": "grants"},
+            "namespace": "ci",
+            "name": "g",
+            "operation": operation,
+            "userInfo": {"username": "alice"},
+            "object": object,
+        }
+    }))
+    .unwrap()
+}
+
+fn grant(extra: Value) -> Value {
+    let mut spec = json!({"agent": "ci-bot", "tools": ["git::git_show"]});
+    for (k, v) in extra.as_object().unwrap() {
+        spec[k] = v.clone();
+    }
+    json!({
+        "apiVersion": "mcpgov.io/v1alpha1",
+        "kind": "Grant",
+        "metadata": {"name": "g", "namespace": "ci"},
+        "spec": spec,
+    })
+}
+
+fn answer(body: &[u8]) -> Value {
+    serde_json::to_value(review(&ctx(), body, now()).unwrap().0).unwrap()
+}
+
+#[test]
+fn a_clean_grant_is_allowed_without_warnings() {
+    let out = answer(&review_of("Grant", "mcpgov.io", "CREATE", grant(json!({}))));
+    assert_eq!(out["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(out["kind"], "AdmissionReview");
+    assert_eq!(out["response"]["uid"], "u-1");
+    assert_eq!(out["response"]["allowed"], true);
+    assert!(out["response"].get("warnings").is_none(), "{out}");
+}
+
+#[test]
+fn a_uri_the_schema_admits_but_cannot_canonicalise_is_denied_with_the_compilers_words() {
+    let ex = json!({"expectedExceptions": [{
+        "policy": "secrets-deny", "resource": "file:///srv/%zz", "reason": "r"}]});
+    let out = answer(&review_of("Grant", "mcpgov.io", "CREATE", grant(ex)));
+    assert_eq!(out["response"]["allowed"], false, "{out}");
+    assert_eq!(out["response"]["status"]["code"], 422);
+    let m = out["response"]["status"]["message"].as_str().unwrap();
+    // The same message `mcpgov check` prints for this object.
+    let engine = mcpgov_engine::Engine::from_snapshot(
+        Default::default(),
+        [crate::manifest::load_str(
+            &grant(json!({"expectedExceptions": [{
+                "policy": "secrets-deny", "resource": "file:///srv/%zz", "reason": "r"}]}))
+            .to_string(),
+            std::path::Path::new("x"),
+        )
+        .unwrap()
+        .objects[0]
+            .resource
+            .to_engine("ci")],
+    );
+    let f = engine.compile_findings_of(
+        mcpgov_engine::Kind::Grant,
+        &mcpgov_engine::ObjKey::new("ci", "g"),
+    );
+    assert_eq!(f.len(), 1);
+    assert!(m.contains(&f[0].message), "{m} / {}", f[0].message);
+    assert!(m.contains("Grant ci/g"), "{m}");
+}
+
+#[test]
+fn too_many_wildcards_are_denied_as_the_offline_schema_says() {
+    let glob = format!("file:///{}", "*/".repeat(17));
+    let ex = json!({"expectedExceptions": [{"policy": "p", "resource": glob, "reason": "r"}]});
+    let out = answer(&review_of("Grant", "mcpgov.io", "UPDATE", grant(ex)));
+    assert_eq!(out["response"]["allowed"], false, "{out}");
+    let m = out["response"]["status"]["message"].as_str().unwrap();
+    // The schema's pattern carries the limit; the offline validator says which field.
+    assert!(m.contains("spec.expectedExceptions[0].resource"), "{m}");
+    assert!(m.contains("does not match"), "{m}");
+}
+
+#[test]
+fn an_already_expired_exception_is_denied_a_future_one_is_not() {
+    let ex = |t: &str| json!({"expectedExceptions": [{"policy": "secrets-deny", "reason": "r", "expires": t}]});
+    let out = answer(&review_of(
+        "Grant",
+        "mcpgov.io",
+        "CREATE",
+        grant(ex("2026-05-31T23:59:59Z")),
+    ));
+    assert_eq!(out["response"]["allowed"], false, "{out}");
+    let m = out["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        m.contains("expected exception to secrets-deny expired at 2026-05-31T23:59:59Z"),
+        "{m}"
+    );
+    let out = answer(&review_of(
+        "Grant",
+        "mcpgov.io",
+        "CREATE",
+        grant(ex("2026-06-01T00:00:01Z")),
+    ));
+    assert_eq!(out["response"]["allowed"], true, "{out}");
+}
+
+#[test]
+fn schema_problems_carry_the_offline_validators_messages() {
+    let mut g = grant(json!({}));
+    g["spec"]["bogus"] = json!(1);
+    let out = answer(&review_of("Grant", "mcpgov.io", "CREATE", g.clone()));
+    assert_eq!(out["response"]["allowed"], false);
+    let m = out["response"]["status"]["message"].as_str().unwrap();
+    let offline = crate::manifest::load_str(&g.to_string(), std::path::Path::new("x"))
+        .unwrap_err()
+        .0;
+    assert!(m.contains(&offline[0].message), "{m}");
+}
+
+#[test]
+fn an_agent_whose_default_bundle_name_is_too_long_is_denied() {
+    let name = "a".repeat(240);
+    let agent = json!({
+        "apiVersion": "mcpgov.io/v1alpha1", "kind": "Agent",
+        "metadata": {"name": name, "namespace": "ci"}, "spec": {}});
+    let out = answer(&review_of("Agent", "mcpgov.io", "CREATE", agent));
+    assert_eq!(out["response"]["allowed"], false, "{out}");
+    let m = out["response"]["status"]["message"].as_str().unwrap();
+    assert!(m.contains("bundle ConfigMap name"), "{m}");
+}
+
+#[test]
+fn another_kind_is_allowed_with_a_warning() {
+    let out = answer(&review_of(
+        "Policy",
+        "kyverno.io",
+        "CREATE",
+        json!({"kind": "Policy"}),
+    ));
+    assert_eq!(out["response"]["allowed"], true);
+    let w = out["response"]["warnings"][0].as_str().unwrap();
+    assert!(w.contains("not an mcpgov.io kind"), "{w}");
+}
+
+#[test]
+fn a_delete_is_allowed() {
+    let out = answer(&review_of("Grant", "mcpgov.io", "DELETE", Value::Null));
+    assert_eq!(out["response"]["allowed"], true);
+}
+
+#[test]
+fn garbage_and_other_envelopes_are_refused_not_crashed_on() {
+    for body in [
+        &b"not json"[..],
+        br#"{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"x"}}"#,
+        br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
+        br#"[1,2,3]"#,
+    ] {
+        assert!(review(&ctx(), body, now()).is_err());
+    }
+    // Nesting past serde_json's recursion limit is an error, not a stack overflow.
+    let deep = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"x","object":{}{}}}}}"#,
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    assert!(review(&ctx(), deep.as_bytes(), now()).is_err());
+}
+
+#[test]
+fn many_problems_make_one_bounded_message() {
+    let problems: Vec<String> = (0..50)
+        .map(|i| format!("p{i} {}", "x".repeat(1000)))
+        .collect();
+    let m = deny::message(&problems);
+    assert!(m.len() < deny::SHOWN * 620 + 100, "{}", m.len());
+    assert!(m.ends_with("… and 40 more"), "{m}");
+}
+
+#[test]
+fn a_generated_certificate_serves_tls_under_its_ca() {
+    let m = cert::generate(&["127.0.0.1".into(), "mcpgov.x.svc".into()], now()).unwrap();
+    assert!(m.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+    assert_ne!(m.ca_pem, m.cert_pem);
+    tls::server_config(&m.cert_pem, &m.key_pem).unwrap();
+    // A key that does not belong to the certificate is refused.
+    let other = cert::generate(&["127.0.0.1".into()], now()).unwrap();
+    assert!(tls::server_config(&m.cert_pem, &other.key_pem).is_err());
+}
+
+mod consequences_on_a_mirror {
+    use super::super::consequences::compute;
+    use super::super::mirror::{Change, State, apply};
+    use mcpgov_engine::{Engine, Object};
+
+    const ESTATE: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {name: git, namespace: ci}
+spec:
+  endpoint: {url: "http://git.ci.svc:8080/mcp"}
+  dataAccess:
+    - {tool: git_show, resource: "file:///srv/app/**", mode: Reads}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Policy
+metadata: {name: secrets-deny, namespace: ci}
+spec:
+  effect: Deny
+  governs: {resources: [{uri: "file:///srv/app/**"}]}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {name: ci-bot, namespace: ci}
+spec: {}
+"#;
+
+    const GRANT: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-git, namespace: ci}
+spec: {agent: ci-bot, tools: ["git::git_show"]}
+"#;
+
+    fn objects(yaml: &str) -> Vec<Object> {
+        crate::manifest::load_str(yaml, std::path::Path::new("t"))
+            .unwrap()
+            .objects
+            .iter()
+            .map(|l| l.resource.to_engine("ci"))
+            .collect()
+    }
+
+    fn state(enforce: bool) -> State {
+        let mut s = State {
+            engine: Engine::new(Default::default()),
+            enforced: Default::default(),
+        };
+        for o in objects(ESTATE) {
+            apply(&mut s, Change::Apply(Box::new(o)));
+        }
+        if enforce {
+            let key = mcpgov_engine::ObjKey::new("ci", "secrets-deny");
+            apply(&mut s, Change::Enforce(key, true));
+        }
+        s
+    }
+
+    fn now() -> jiff::Timestamp {
+        "2026-06-01T00:00:00Z".parse().unwrap()
+    }
+
+    fn findings(s: &State) -> String {
+        serde_json::to_string(&s.engine.evaluator(now()).check()).unwrap()
+    }
+
+    #[test]
+    fn a_grant_that_creates_a_violation_is_warned_about_and_the_mirror_is_put_back() {
+        let mut s = state(false);
+        let before = findings(&s);
+        let c = compute(&mut s, objects(GRANT).remove(0), "ci", now());
+        assert!(c.refusals.is_empty(), "{c:?}");
+        assert_eq!(c.warnings.len(), 1, "{c:?}");
+        let w = &c.warnings[0];
+        assert!(
+            w.contains("Grant ci/ci-bot-git makes ci/ci-bot violate ci/secrets-deny through"),
+            "{w}"
+        );
+        assert!(w.contains("git_show"), "{w}");
+        assert_eq!(findings(&s), before, "the mirror is as it was");
+        assert!(
+            s.engine
+                .grant(&mcpgov_engine::ObjKey::new("ci", "ci-bot-git"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn from_another_namespace_the_violation_is_counted_not_named() {
+        let mut s = state(false);
+        let c = compute(&mut s, objects(GRANT).remove(0), "other", now());
+        assert_eq!(c.warnings.len(), 1, "{c:?}");
+        // The object itself is the requester's; the agent and Policy it reaches are not.
+        assert!(!c.warnings[0].contains("ci-bot violate"), "{c:?}");
+        assert!(!c.warnings[0].contains("secrets-deny"), "{c:?}");
+        assert!(c.warnings[0].contains("1 more violation"), "{c:?}");
+    }
+
+    #[test]
+    fn an_enforce_policy_refuses_until_an_exception_is_declared() {
+        let mut s = state(true);
+        let c = compute(&mut s, objects(GRANT).remove(0), "ci", now());
+        assert_eq!(c.refusals.len(), 1, "{c:?}");
+        assert!(c.refusals[0].contains("(admission: Enforce)"), "{c:?}");
+        assert!(c.refusals[0].contains("git_show"), "{c:?}");
+        let excused = format!(
+            "{GRANT}  expectedExceptions: [{{policy: secrets-deny, reason: \"release audit\"}}]\n"
+        )
+        .replace(
+            "spec: {agent: ci-bot, tools: [\"git::git_show\"]}",
+            "spec:\n  agent: ci-bot\n  tools: [\"git::git_show\"]",
+        );
+        let c = compute(&mut s, objects(&excused).remove(0), "ci", now());
+        assert!(c.refusals.is_empty() && c.warnings.is_empty(), "{c:?}");
+    }
+
+    #[test]
+    fn a_policy_change_is_warned_about_never_refused() {
+        let mut s = state(true);
+        for o in objects(GRANT) {
+            apply(&mut s, Change::Apply(Box::new(o)));
+        }
+        // Widen nothing, but narrow the Policy away and back: the way back creates the
+        // violation again, from a Policy change.
+        let narrowed = ESTATE
+            .split("---")
+            .nth(1)
+            .unwrap()
+            .replace("/srv/app/**", "/srv/other/**");
+        apply(
+            &mut s,
+            Change::Apply(Box::new(objects(&narrowed).remove(0))),
+        );
+        let policy = objects(ESTATE.split("---").nth(1).unwrap()).remove(0);
+        let c = compute(&mut s, policy, "ci", now());
+        assert!(c.refusals.is_empty(), "{c:?}");
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("violate ci/secrets-deny")),
+            "{c:?}"
+        );
+        assert!(
+            c.warnings.iter().any(|w| w.contains("can move 1 agent")),
+            "{c:?}"
+        );
+    }
+
+    #[test]
+    fn an_unchanged_object_has_no_consequences() {
+        let mut s = state(true);
+        let server = objects(ESTATE).remove(0);
+        let c = compute(&mut s, server, "ci", now());
+        assert_eq!(c, Default::default());
+    }
+}
