@@ -111,7 +111,23 @@ pub(super) struct Index {
     /// The writer the reports use: they still write from the index task, awaited, once
     /// per plan (their list-compare-write cycle is not in the job queue yet).
     pub report_writer: Option<super::writer::Writer>,
+    /// An MCPServer changed since the crawl specs were last published.
+    specs_stale: bool,
+    /// Since when a plan has evaluated something the graph metrics do not show yet.
+    graph_stale: Option<Instant>,
+    /// When the graph metrics were last read, and when a message last arrived: they
+    /// walk the whole estate, so they are read in a quiet moment (`graph_due`).
+    graph_read: Option<Instant>,
+    last_msg: Instant,
 }
+
+/// The whole-estate graph metrics (sizes, drift) are read once no message came for
+/// `GRAPH_QUIET`, at most once per `GRAPH_EVERY`, and at the latest `GRAPH_LATEST`
+/// after the change they show: so a watch event never waits behind them unless
+/// changes never stop.
+const GRAPH_QUIET: Duration = Duration::from_secs(1);
+const GRAPH_EVERY: Duration = Duration::from_secs(5);
+const GRAPH_LATEST: Duration = Duration::from_secs(60);
 
 /// The longest the first full pass waits for first crawls.
 const FIRST_CRAWL_GRACE: Duration = Duration::from_secs(15);
@@ -167,6 +183,10 @@ impl Index {
             deleting: BTreeSet::new(),
             written_rv: BTreeMap::new(),
             bundle_issues: BTreeMap::new(),
+            specs_stale: true,
+            graph_stale: None,
+            graph_read: None,
+            last_msg: Instant::now(),
         }
     }
 
@@ -221,6 +241,13 @@ impl Index {
                     None => std::future::pending().await,
                 }
             };
+            let graph_at = self.graph_due();
+            let graph_due = async {
+                match graph_at {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             let grace = self.first_crawl_grace;
             let grace_ends = async {
                 match grace {
@@ -243,6 +270,7 @@ impl Index {
                 tokio::select! {
                     msg = rx.recv() => {
                         let Some(msg) = msg else { return Err("all watches stopped".into()) };
+                        self.last_msg = Instant::now();
                         self.handle(msg);
                         while let Ok(msg) = rx.try_recv() {
                             self.handle(msg);
@@ -261,6 +289,14 @@ impl Index {
                     self.expiry_seen = now;
                 }
                     _ = grace_ends => {}
+                    _ = graph_due => {
+                        self.graph_stale = None;
+                        self.graph_read = Some(Instant::now());
+                        let t = Instant::now();
+                        let graph = self.observe_graph(jiff::Timestamp::now());
+                        self.apply_metrics(graph);
+                        tracing::debug!(elapsed_ms = t.elapsed().as_millis() as u64, "graph metrics read");
+                    }
                     changed = self.leadership.changes.changed() => {
                         if changed.is_err() {
                             return Err("leadership channel closed".into());
@@ -274,6 +310,7 @@ impl Index {
                     }
                 }
             }
+            let woke = Instant::now();
             self.publish_specs();
             let ready = self.is_ready();
             if ready && !self.ready.swap(true, Ordering::Relaxed) {
@@ -295,20 +332,42 @@ impl Index {
                     self.engine = engine;
                 }
                 let plan = self.plan(now);
-                if !plan.jobs.is_empty() && jobs.send(plan.jobs).is_err() {
+                let n = plan.jobs.len();
+                if n > 0 && jobs.send(plan.jobs).is_err() {
                     return Err("the writer stopped".into());
                 }
+                let sent = woke.elapsed();
                 self.apply_metrics(plan.metrics);
-                if plan.evaluated {
-                    let graph = self.observe_graph(now);
-                    self.apply_metrics(graph);
+                if plan.evaluated && self.graph_stale.is_none() {
+                    self.graph_stale = Some(Instant::now());
+                }
+                if n > 0 {
+                    tracing::debug!(
+                        jobs = n,
+                        sent_ms = sent.as_millis() as u64,
+                        after_ms = woke.elapsed().as_millis() as u64,
+                        "jobs sent"
+                    );
                 }
             }
         }
     }
 
+    /// When to read the graph metrics next (see `GRAPH_QUIET`); `None`: they are current.
+    fn graph_due(&self) -> Option<Instant> {
+        let stale = self.graph_stale?;
+        let mut at = self.last_msg + GRAPH_QUIET;
+        if let Some(read) = self.graph_read {
+            at = at.max(read + GRAPH_EVERY);
+        }
+        Some(at.min(stale + GRAPH_LATEST))
+    }
+
     /// Tell the crawl scheduler which servers exist (it crawls changed ones at once).
-    fn publish_specs(&self) {
+    fn publish_specs(&mut self) {
+        if !std::mem::take(&mut self.specs_stale) {
+            return;
+        }
         let specs: super::crawl::Specs = self
             .servers
             .iter()
@@ -377,6 +436,12 @@ impl Index {
     }
 
     pub(super) fn handle(&mut self, msg: Msg) {
+        if let Msg::Apply(Watched::MCPServer, _)
+        | Msg::Delete(Watched::MCPServer, _)
+        | Msg::ListDone(Watched::MCPServer) = &msg
+        {
+            self.specs_stale = true;
+        }
         match msg {
             Msg::Apply(kind, obj) => {
                 if let Some(seen) = self.relisting.get_mut(&kind) {

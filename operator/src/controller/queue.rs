@@ -4,14 +4,35 @@
 //! so a burst of changes to one object costs one write of its last state. Namespaces
 //! share the writer: while several have work, none has more than its share of the
 //! slots in flight, so one tenant's burst of writes does not hold up another's.
+//! Agent jobs (bundle and status: what agents and their gateways read) go before the
+//! status of Grants, Policies and MCPServers, which people read.
 
 use super::jobs::{Job, ObjectId};
+use super::watch::Watched;
 use std::collections::{HashMap, HashSet, VecDeque};
+
+/// While several namespaces have work, each has at most this many jobs in flight (or
+/// its share of the slots, if smaller). The API server's time is what the writes share:
+/// a tenant's burst at 8 of 16 slots made another's single job wait about as long as
+/// the whole burst; at 2 it waits for two jobs of the burst.
+const CONTENDED: usize = 2;
+
+/// Queued jobs are started by class, then in arrival order.
+const CLASSES: usize = 2;
+
+/// The class of a job's object: 0 (Agents) starts before 1 (everything else).
+fn class(id: &ObjectId) -> usize {
+    match id.kind {
+        Watched::Agent => 0,
+        _ => 1,
+    }
+}
 
 #[derive(Default, Debug)]
 pub struct Queue {
     queued: HashMap<ObjectId, Job>,
-    order: VecDeque<ObjectId>,
+    /// Arrival order, per class.
+    order: [VecDeque<ObjectId>; CLASSES],
     busy: HashSet<ObjectId>,
     /// Jobs queued or in flight per namespace.
     work: HashMap<String, usize>,
@@ -28,21 +49,28 @@ impl Queue {
                     .work
                     .entry(job.object.key.namespace.clone())
                     .or_default() += 1;
-                self.order.push_back(job.object.clone());
+                self.order[class(&job.object)].push_back(job.object.clone());
                 self.queued.insert(job.object.clone(), job);
             }
         }
     }
 
-    /// The oldest queued job whose object has nothing in flight and whose namespace
-    /// has fewer than its share of `slots` in flight; its object is busy until `done`.
+    /// The oldest queued job of the first class that has one whose object has nothing
+    /// in flight and whose namespace has fewer than its share of `slots` in flight; its
+    /// object is busy until `done`.
     pub fn start(&mut self, slots: usize) -> Option<Job> {
-        let share = slots.div_ceil(self.work.len().max(1)).max(1);
-        let at = self.order.iter().position(|id| {
-            !self.busy.contains(id)
-                && self.running.get(&id.key.namespace).copied().unwrap_or(0) < share
+        let share = match self.work.len() {
+            0 | 1 => slots.max(1),
+            n => (slots / n).clamp(1, CONTENDED),
+        };
+        let (class, at) = self.order.iter().enumerate().find_map(|(class, order)| {
+            let at = order.iter().position(|id| {
+                !self.busy.contains(id)
+                    && self.running.get(&id.key.namespace).copied().unwrap_or(0) < share
+            })?;
+            Some((class, at))
         })?;
-        let id = self.order.remove(at)?;
+        let id = self.order[class].remove(at)?;
         let job = self.queued.remove(&id)?;
         *self.running.entry(id.key.namespace.clone()).or_default() += 1;
         self.busy.insert(id);
@@ -127,6 +155,20 @@ mod tests {
     }
 
     #[test]
+    fn agent_jobs_start_before_the_status_of_other_kinds_queued_earlier() {
+        let mut q = Queue::default();
+        q.push(job("g1", 1));
+        q.push(job("g2", 1));
+        let mut agent = job("a", 1);
+        agent.object.kind = Watched::Agent;
+        q.push(agent);
+        let started: Vec<String> = std::iter::from_fn(|| q.start(16))
+            .map(|j| j.object.to_string())
+            .collect();
+        assert_eq!(started, ["Agent t/a", "Grant t/g1", "Grant t/g2"]);
+    }
+
+    #[test]
     fn a_namespace_with_a_burst_gets_its_share_of_the_slots_not_all() {
         let job_in = |ns: &str, name: &str| {
             let mut j = job(name, 1);
@@ -147,6 +189,13 @@ mod tests {
             started,
             ["attacker/bot-0", "attacker/bot-1", "victim/writer"]
         );
+        // With sixteen slots, the same: two each while both have work.
+        let mut q = Queue::default();
+        for i in 0..6 {
+            q.push(job_in("attacker", &format!("bot-{i}")));
+        }
+        q.push(job_in("victim", "writer"));
+        assert_eq!(std::iter::from_fn(|| q.start(16)).count(), 3);
         // Alone, a namespace may take every slot.
         let mut q = Queue::default();
         for i in 0..6 {
