@@ -278,7 +278,7 @@ impl Index {
                     }
                     _ = resync.tick() => {
                         self.dirty.all = true;
-                        self.metrics.evaluations.with_label_values(&["resync"]).inc();
+                        self.metrics.evaluation.evaluations.with_label_values(&["resync"]).inc();
                     }
                     _ = retry_sleep => self.due_retries(),
                 _ = expiry_due => {
@@ -302,7 +302,7 @@ impl Index {
                             return Err("leadership channel closed".into());
                         }
                         let leader = *self.leadership.changes.borrow_and_update();
-                        self.metrics.leader.set(leader as i64);
+                        self.metrics.process.leader.set(leader as i64);
                         if leader {
                             // A new leader recomputes everything; only differences are written.
                             self.dirty.all = true;
@@ -315,7 +315,7 @@ impl Index {
             let ready = self.is_ready();
             if ready && !self.ready.swap(true, Ordering::Relaxed) {
                 tracing::info!(instance = %self.instance, "every watch has listed; publishing");
-                self.metrics.ready.set(1);
+                self.metrics.process.ready.set(1);
                 self.dirty.all = true;
                 if self.config.crawl_concurrency > 0 {
                     self.first_crawl_grace = Some(Instant::now() + FIRST_CRAWL_GRACE);
@@ -464,7 +464,7 @@ impl Index {
             }
             Msg::Written(report) => self.written(*report),
             Msg::Crawled(outcome) => {
-                self.metrics.observe_crawl(&outcome.key, &outcome);
+                self.metrics.crawl.observe(&outcome.key, &outcome);
                 self.crawled.insert(outcome.key.clone());
                 if let Ok(cat) = &outcome.result {
                     let key = outcome.key.clone();
@@ -494,7 +494,7 @@ impl Index {
         series: &BTreeMap<super::expiry::Series, f64>,
     ) {
         let before = self.expiry_series.remove(key).unwrap_or_default();
-        let now = self.metrics.export_expiries(&before, series);
+        let now = self.metrics.evaluation.export_expiries(&before, series);
         if !now.is_empty() {
             self.expiry_series.insert(key.clone(), now);
         }
@@ -564,21 +564,14 @@ impl Index {
         let engine_kind = match kind {
             Watched::MCPServer => {
                 self.catalogs.remove(key);
-                let labels = [key.namespace.as_str(), key.name.as_str()];
-                for m in [
-                    &self.metrics.crawl_failing,
-                    &self.metrics.crawl_last_success,
-                    &self.metrics.catalog_tools,
-                ] {
-                    let _ = m.remove_label_values(&labels);
-                }
-                self.metrics.forget_contracts(key);
+                self.metrics.crawl.forget(key);
                 self.servers.remove(key).map(|_| Kind::MCPServer)
             }
             Watched::Agent => self.agents.remove(key).map(|_| Kind::Agent),
             Watched::Policy => {
                 let _ = self
                     .metrics
+                    .evaluation
                     .policy_violations
                     .remove_label_values(&[key.namespace.as_str(), key.name.as_str()]);
                 self.policies.remove(key).map(|_| Kind::Policy)
@@ -700,6 +693,7 @@ impl Index {
                             cm.metadata.resource_version = w.resource_version;
                             if let Some(a) = &agent {
                                 self.metrics
+                                    .evaluation
                                     .bundle_last_publish
                                     .with_label_values(&[a.namespace.as_str(), a.name.as_str()])
                                     .set(jiff::Timestamp::now().as_second());
@@ -801,6 +795,7 @@ impl Index {
             Error::NotLeader => {}
             _ => self
                 .metrics
+                .writes
                 .reconcile_errors
                 .with_label_values(&[e.label()])
                 .inc(),

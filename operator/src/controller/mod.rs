@@ -63,10 +63,11 @@ pub async fn run(config: Config) -> Result<(), String> {
         None => leader::Leadership::always(),
     };
     metrics
+        .process
         .build_info
         .with_label_values(&[env!("CARGO_PKG_VERSION")])
         .set(1);
-    metrics.leader.set(leadership.is_leader() as i64);
+    metrics.process.leader.set(leadership.is_leader() as i64);
     let (tx, rx) = tokio::sync::mpsc::channel(4096);
     watch::spawn_all(&client, config.namespace.as_deref(), tx.clone());
     let (specs_tx, specs_rx) = tokio::sync::watch::channel(crawl::Specs::new());
@@ -76,7 +77,7 @@ pub async fn run(config: Config) -> Result<(), String> {
         config.crawl_concurrency,
         specs_rx,
         tx.clone(),
-        metrics.crawl_list_changed.clone(),
+        metrics.crawl.list_changed.clone(),
         leadership.flag.clone(),
     );
     let writer = writer::Writer::new(client, metrics.clone(), leadership.flag.clone());

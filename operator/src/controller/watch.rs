@@ -137,6 +137,7 @@ where
                 "skipping malformed object"
             );
             metrics
+                .watch
                 .malformed_objects
                 .with_label_values(&[kind.name()])
                 .inc();

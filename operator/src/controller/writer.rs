@@ -294,6 +294,7 @@ impl Writer {
             Err(e) => e.label(),
         };
         self.metrics
+            .writes
             .status_writes
             .with_label_values(&[label, outcome])
             .inc();
@@ -356,6 +357,7 @@ impl Writer {
             Err(e) => e.label(),
         };
         self.metrics
+            .writes
             .configmap_writes
             .with_label_values(&[label])
             .inc();
@@ -440,7 +442,11 @@ impl Writer {
             Ok(l) => l,
             Err(e) => e.label(),
         };
-        self.metrics.report_writes.with_label_values(&[label]).inc();
+        self.metrics
+            .reports
+            .report_writes
+            .with_label_values(&[label])
+            .inc();
     }
 
     /// Queue an Event for the publishing task; a full queue drops it (logged).
