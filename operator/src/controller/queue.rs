@@ -4,10 +4,10 @@
 //! so a burst of changes to one object costs one write of its last state. Namespaces
 //! share the writer: while several have work, none has more than its share of the
 //! slots in flight, so one tenant's burst of writes does not hold up another's.
-//! Agent jobs (bundle and status: what agents and their gateways read) go before the
-//! status of Grants, Policies and MCPServers, which people read.
+//! Agent jobs (bundle and status: what agents and their gateways read) and the
+//! crawler's catalog status go before the status of Grants, Policies and MCPServers.
 
-use super::jobs::{Job, ObjectId};
+use super::jobs::{Job, ObjectId, Op};
 use super::watch::Watched;
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -20,10 +20,15 @@ const CONTENDED: usize = 2;
 /// Queued jobs are started by class, then in arrival order.
 const CLASSES: usize = 2;
 
-/// The class of a job's object: 0 (Agents) starts before 1 (everything else).
-fn class(id: &ObjectId) -> usize {
-    match id.kind {
+/// A job's class: 0 (an Agent's bundle and status, a crawled catalog) starts before 1
+/// (the rest: status people read).
+fn class(job: &Job) -> usize {
+    let catalog = job.steps.iter().any(|s| {
+        matches!(s.op, Op::Status { manager, .. } if manager == crate::catalog::CATALOG_FIELD_MANAGER)
+    });
+    match job.object.kind {
         Watched::Agent => 0,
+        _ if catalog => 0,
         _ => 1,
     }
 }
@@ -49,7 +54,7 @@ impl Queue {
                     .work
                     .entry(job.object.key.namespace.clone())
                     .or_default() += 1;
-                self.order[class(&job.object)].push_back(job.object.clone());
+                self.order[class(&job)].push_back(job.object.clone());
                 self.queued.insert(job.object.clone(), job);
             }
         }
@@ -104,7 +109,7 @@ impl Queue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::jobs::{Op, Step};
+    use crate::controller::jobs::Step;
     use crate::controller::watch::Watched;
     use mcpgov_engine::ObjKey;
 
@@ -155,17 +160,35 @@ mod tests {
     }
 
     #[test]
-    fn agent_jobs_start_before_the_status_of_other_kinds_queued_earlier() {
+    fn agent_jobs_and_crawled_catalogs_start_before_other_status_queued_earlier() {
         let mut q = Queue::default();
         q.push(job("g1", 1));
         q.push(job("g2", 1));
         let mut agent = job("a", 1);
         agent.object.kind = Watched::Agent;
         q.push(agent);
+        let mut catalog = job("s", 1);
+        catalog.object.kind = Watched::MCPServer;
+        if let Op::Status { manager, .. } = &mut catalog.steps[0].op {
+            *manager = crate::catalog::CATALOG_FIELD_MANAGER;
+        }
+        q.push(catalog);
+        let mut server = job("s2", 1);
+        server.object.kind = Watched::MCPServer;
+        q.push(server);
         let started: Vec<String> = std::iter::from_fn(|| q.start(16))
             .map(|j| j.object.to_string())
             .collect();
-        assert_eq!(started, ["Agent t/a", "Grant t/g1", "Grant t/g2"]);
+        assert_eq!(
+            started,
+            [
+                "Agent t/a",
+                "MCPServer t/s",
+                "Grant t/g1",
+                "Grant t/g2",
+                "MCPServer t/s2"
+            ]
+        );
     }
 
     #[test]
