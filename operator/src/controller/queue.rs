@@ -5,11 +5,14 @@
 //! share the writer: while several have work, none has more than its share of the
 //! slots in flight, so one tenant's burst of writes does not hold up another's.
 //! Agent jobs (bundle and status: what agents and their gateways read) and the
-//! crawler's catalog status go before the status of Grants, Policies and MCPServers.
+//! crawler's catalog status go before the status of Grants, Policies and MCPServers,
+//! which start once no Agent job is queued or in flight: a status people read (an
+//! MCPServer Ready, a Policy's violations) never shows before the Agents' bundles and
+//! status that the same change moved, as when the controller wrote one at a time.
 
 use super::jobs::{Job, ObjectId, Op};
 use super::watch::Watched;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 
 /// While several namespaces have work, each has at most this many jobs in flight (or
 /// its share of the slots, if smaller). The API server's time is what the writes share:
@@ -38,7 +41,10 @@ pub struct Queue {
     queued: HashMap<ObjectId, Job>,
     /// Arrival order, per class.
     order: [VecDeque<ObjectId>; CLASSES],
-    busy: HashSet<ObjectId>,
+    /// Objects with a job in flight, and that job's class.
+    busy: HashMap<ObjectId, usize>,
+    /// Jobs in flight per class.
+    running_class: [usize; CLASSES],
     /// Jobs queued or in flight per namespace.
     work: HashMap<String, usize>,
     /// Jobs in flight per namespace.
@@ -60,32 +66,43 @@ impl Queue {
         }
     }
 
-    /// The oldest queued job of the first class that has one whose object has nothing
-    /// in flight and whose namespace has fewer than its share of `slots` in flight; its
+    /// The oldest queued job of the first class with work whose object has nothing in
+    /// flight and whose namespace has fewer than its share of `slots` in flight (a
+    /// class starts nothing while an earlier one has jobs queued or in flight); its
     /// object is busy until `done`.
     pub fn start(&mut self, slots: usize) -> Option<Job> {
         let share = match self.work.len() {
             0 | 1 => slots.max(1),
             n => (slots / n).clamp(1, CONTENDED),
         };
-        let (class, at) = self.order.iter().enumerate().find_map(|(class, order)| {
+        let mut found = None;
+        for (class, order) in self.order.iter().enumerate() {
             let at = order.iter().position(|id| {
-                !self.busy.contains(id)
+                !self.busy.contains_key(id)
                     && self.running.get(&id.key.namespace).copied().unwrap_or(0) < share
-            })?;
-            Some((class, at))
-        })?;
+            });
+            if let Some(at) = at {
+                found = Some((class, at));
+                break;
+            }
+            if !order.is_empty() || self.running_class[class] > 0 {
+                return None;
+            }
+        }
+        let (class, at) = found?;
         let id = self.order[class].remove(at)?;
         let job = self.queued.remove(&id)?;
         *self.running.entry(id.key.namespace.clone()).or_default() += 1;
-        self.busy.insert(id);
+        self.running_class[class] += 1;
+        self.busy.insert(id, class);
         Some(job)
     }
 
     pub fn done(&mut self, object: &ObjectId) {
-        if !self.busy.remove(object) {
+        let Some(class) = self.busy.remove(object) else {
             return;
-        }
+        };
+        self.running_class[class] -= 1;
         let ns = &object.key.namespace;
         for counts in [&mut self.running, &mut self.work] {
             if let Some(n) = counts.get_mut(ns) {
@@ -160,7 +177,7 @@ mod tests {
     }
 
     #[test]
-    fn agent_jobs_and_crawled_catalogs_start_before_other_status_queued_earlier() {
+    fn other_status_waits_for_agent_jobs_and_crawled_catalogs_queued_later() {
         let mut q = Queue::default();
         q.push(job("g1", 1));
         q.push(job("g2", 1));
@@ -176,19 +193,20 @@ mod tests {
         let mut server = job("s2", 1);
         server.object.kind = Watched::MCPServer;
         q.push(server);
+        let first: Vec<Job> = std::iter::from_fn(|| q.start(16)).collect();
+        let names: Vec<String> = first.iter().map(|j| j.object.to_string()).collect();
+        assert_eq!(names, ["Agent t/a", "MCPServer t/s"]);
+        // The rest waits for them, though slots are free.
+        q.done(&first[0].object);
+        assert!(
+            q.start(16).is_none(),
+            "the catalog write is still in flight"
+        );
+        q.done(&first[1].object);
         let started: Vec<String> = std::iter::from_fn(|| q.start(16))
             .map(|j| j.object.to_string())
             .collect();
-        assert_eq!(
-            started,
-            [
-                "Agent t/a",
-                "MCPServer t/s",
-                "Grant t/g1",
-                "Grant t/g2",
-                "MCPServer t/s2"
-            ]
-        );
+        assert_eq!(started, ["Grant t/g1", "Grant t/g2", "MCPServer t/s2"]);
     }
 
     #[test]
