@@ -112,8 +112,8 @@ async fn violation_then_exception_then_policy_change() {
         condition(Some(&st.conditions), "Ready").map(|c| c.0),
         Some("True".into())
     );
-    // The same facts, as Prometheus sees them. Graph sizes are read at the end of a
-    // pass, which may still be writing other objects when this status shows: wait.
+    // The same facts, as Prometheus sees them. Graph sizes are read in the first quiet
+    // second after a pass, which may come after this status shows: wait.
     op.wait_metric("mcpgov_agent_violations", &["agent=\"vibe-coder\""], 1.0)
         .await;
     op.wait_metric("mcpgov_graph_nodes", &["kind=\"Agent\""], 1.0)

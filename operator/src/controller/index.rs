@@ -115,7 +115,23 @@ pub(super) struct Index {
     /// The writer the reports use: they still write from the index task, awaited, once
     /// per plan (their list-compare-write cycle is not in the job queue yet).
     pub report_writer: Option<super::writer::Writer>,
+    /// An MCPServer changed since the crawl specs were last published.
+    specs_stale: bool,
+    /// Since when a plan has evaluated something the graph metrics do not show yet.
+    graph_stale: Option<Instant>,
+    /// When the graph metrics were last read, and when a message last arrived: they
+    /// walk the whole estate, so they are read in a quiet moment (`graph_due`).
+    graph_read: Option<Instant>,
+    last_msg: Instant,
 }
+
+/// The whole-estate graph metrics (sizes, drift) are read once no message came for
+/// `GRAPH_QUIET`, at most once per `GRAPH_EVERY`, and at the latest `GRAPH_LATEST`
+/// after the change they show: so a watch event never waits behind them unless
+/// changes never stop.
+const GRAPH_QUIET: Duration = Duration::from_secs(1);
+const GRAPH_EVERY: Duration = Duration::from_secs(5);
+const GRAPH_LATEST: Duration = Duration::from_secs(60);
 
 /// The longest the first full pass waits for first crawls.
 const FIRST_CRAWL_GRACE: Duration = Duration::from_secs(15);
@@ -165,6 +181,10 @@ impl Index {
             written_rv: BTreeMap::new(),
             bundle_issues: BTreeMap::new(),
             feed: None,
+            specs_stale: true,
+            graph_stale: None,
+            graph_read: None,
+            last_msg: Instant::now(),
         }
     }
 
@@ -219,6 +239,13 @@ impl Index {
                     None => std::future::pending().await,
                 }
             };
+            let graph_at = self.graph_due();
+            let graph_due = async {
+                match graph_at {
+                    Some(t) => tokio::time::sleep_until(t.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
             let grace = self.first_crawl_grace;
             let grace_ends = async {
                 match grace {
@@ -241,6 +268,7 @@ impl Index {
                 tokio::select! {
                     msg = rx.recv() => {
                         let Some(msg) = msg else { return Err("all watches stopped".into()) };
+                        self.last_msg = Instant::now();
                         self.handle(msg);
                         while let Ok(msg) = rx.try_recv() {
                             self.handle(msg);
@@ -248,7 +276,7 @@ impl Index {
                     }
                     _ = resync.tick() => {
                         self.dirty.all = true;
-                        self.metrics.evaluations.with_label_values(&["resync"]).inc();
+                        self.metrics.evaluation.evaluations.with_label_values(&["resync"]).inc();
                     }
                     _ = retry_sleep => self.due_retries(),
                 _ = expiry_due => {
@@ -259,12 +287,20 @@ impl Index {
                     self.expiry_seen = now;
                 }
                     _ = grace_ends => {}
+                    _ = graph_due => {
+                        self.graph_stale = None;
+                        self.graph_read = Some(Instant::now());
+                        let t = Instant::now();
+                        let graph = self.observe_graph(jiff::Timestamp::now());
+                        self.apply_metrics(graph);
+                        tracing::debug!(elapsed_ms = t.elapsed().as_millis() as u64, "graph metrics read");
+                    }
                     changed = self.leadership.changes.changed() => {
                         if changed.is_err() {
                             return Err("leadership channel closed".into());
                         }
                         let leader = *self.leadership.changes.borrow_and_update();
-                        self.metrics.leader.set(leader as i64);
+                        self.metrics.process.leader.set(leader as i64);
                         if leader {
                             // A new leader recomputes everything; only differences are written.
                             self.dirty.all = true;
@@ -272,11 +308,12 @@ impl Index {
                     }
                 }
             }
+            let woke = Instant::now();
             self.publish_specs();
             let ready = self.is_ready();
             if ready && !self.ready.swap(true, Ordering::Relaxed) {
                 tracing::info!(instance = %self.instance, "every watch has listed; publishing");
-                self.metrics.ready.set(1);
+                self.metrics.process.ready.set(1);
                 self.dirty.all = true;
                 if self.config.crawl_concurrency > 0 {
                     self.first_crawl_grace = Some(Instant::now() + FIRST_CRAWL_GRACE);
@@ -293,20 +330,42 @@ impl Index {
                     self.engine = engine;
                 }
                 let plan = self.plan(now);
-                if !plan.jobs.is_empty() && jobs.send(plan.jobs).is_err() {
+                let n = plan.jobs.len();
+                if n > 0 && jobs.send(plan.jobs).is_err() {
                     return Err("the writer stopped".into());
                 }
+                let sent = woke.elapsed();
                 self.apply_metrics(plan.metrics);
-                if plan.evaluated {
-                    let graph = self.observe_graph(now);
-                    self.apply_metrics(graph);
+                if plan.evaluated && self.graph_stale.is_none() {
+                    self.graph_stale = Some(Instant::now());
+                }
+                if n > 0 {
+                    tracing::debug!(
+                        jobs = n,
+                        sent_ms = sent.as_millis() as u64,
+                        after_ms = woke.elapsed().as_millis() as u64,
+                        "jobs sent"
+                    );
                 }
             }
         }
     }
 
+    /// When to read the graph metrics next (see `GRAPH_QUIET`); `None`: they are current.
+    fn graph_due(&self) -> Option<Instant> {
+        let stale = self.graph_stale?;
+        let mut at = self.last_msg + GRAPH_QUIET;
+        if let Some(read) = self.graph_read {
+            at = at.max(read + GRAPH_EVERY);
+        }
+        Some(at.min(stale + GRAPH_LATEST))
+    }
+
     /// Tell the crawl scheduler which servers exist (it crawls changed ones at once).
-    fn publish_specs(&self) {
+    fn publish_specs(&mut self) {
+        if !std::mem::take(&mut self.specs_stale) {
+            return;
+        }
         let specs: super::crawl::Specs = self
             .servers
             .iter()
@@ -383,6 +442,13 @@ impl Index {
     }
 
     pub(super) fn handle(&mut self, msg: Msg) {
+        if let Msg::Apply(Object::MCPServer(_))
+        | Msg::Malformed(Watched::MCPServer, _)
+        | Msg::Delete(Watched::MCPServer, _)
+        | Msg::ListDone(Watched::MCPServer) = &msg
+        {
+            self.specs_stale = true;
+        }
         match msg {
             Msg::Apply(obj) => {
                 if let Some(seen) = self.relisting.get_mut(&obj.kind()) {
@@ -411,7 +477,7 @@ impl Index {
             }
             Msg::Written(report) => self.written(*report),
             Msg::Crawled(outcome) => {
-                self.metrics.observe_crawl(&outcome.key, &outcome);
+                self.metrics.crawl.observe(&outcome.key, &outcome);
                 self.crawled.insert(outcome.key.clone());
                 if let Ok(cat) = &outcome.result {
                     let key = outcome.key.clone();
@@ -441,7 +507,7 @@ impl Index {
         series: &BTreeMap<super::expiry::Series, f64>,
     ) {
         let before = self.expiry_series.remove(key).unwrap_or_default();
-        let now = self.metrics.export_expiries(&before, series);
+        let now = self.metrics.evaluation.export_expiries(&before, series);
         if !now.is_empty() {
             self.expiry_series.insert(key.clone(), now);
         }
@@ -549,21 +615,14 @@ impl Index {
         let engine_kind = match kind {
             Watched::MCPServer => {
                 self.catalogs.remove(key);
-                let labels = [key.namespace.as_str(), key.name.as_str()];
-                for m in [
-                    &self.metrics.crawl_failing,
-                    &self.metrics.crawl_last_success,
-                    &self.metrics.catalog_tools,
-                ] {
-                    let _ = m.remove_label_values(&labels);
-                }
-                self.metrics.forget_contracts(key);
+                self.metrics.crawl.forget(key);
                 self.servers.remove(key).map(|_| Kind::MCPServer)
             }
             Watched::Agent => self.agents.remove(key).map(|_| Kind::Agent),
             Watched::Policy => {
                 let _ = self
                     .metrics
+                    .evaluation
                     .policy_violations
                     .remove_label_values(&[key.namespace.as_str(), key.name.as_str()]);
                 self.policies.remove(key).map(|_| Kind::Policy)
@@ -691,6 +750,7 @@ impl Index {
                             cm.metadata.resource_version = w.resource_version;
                             if let Some(a) = &agent {
                                 self.metrics
+                                    .evaluation
                                     .bundle_last_publish
                                     .with_label_values(&[a.namespace.as_str(), a.name.as_str()])
                                     .set(jiff::Timestamp::now().as_second());
@@ -792,6 +852,7 @@ impl Index {
             Error::NotLeader => {}
             _ => self
                 .metrics
+                .writes
                 .reconcile_errors
                 .with_label_values(&[e.label()])
                 .inc(),

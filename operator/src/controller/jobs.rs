@@ -120,14 +120,24 @@ impl Job {
 
     /// Fold a later job of the same object into this queued one: its steps replace the
     /// queued steps with the same target (keeping their events: the transitions they
-    /// announce did happen in the index), the others stay first, in order.
+    /// announce did happen in the index, but one reason only once, the latest), the
+    /// others stay first, in order.
     pub fn merge(&mut self, later: Job) {
         debug_assert_eq!(self.object, later.object);
         for mut step in later.steps {
             let target = step.op.target();
             if let Some(i) = self.steps.iter().position(|s| s.op.target() == target) {
                 let old = self.steps.remove(i);
-                let mut events = old.events;
+                let mut events: Vec<Event> = old
+                    .events
+                    .into_iter()
+                    .filter(|e| {
+                        !step
+                            .events
+                            .iter()
+                            .any(|n| n.notice.reason == e.notice.reason)
+                    })
+                    .collect();
                 events.append(&mut step.events);
                 step.events = events;
             }
@@ -217,6 +227,18 @@ mod tests {
             .map(|e| e.notice.reason.as_str())
             .collect();
         assert_eq!(reasons, ["ViolationFound", "ViolationsCleared"]);
+        // Found again before any of it was written: each reason once, the latest last.
+        let mut later = Job::new(id.clone());
+        let mut s3 = status(3);
+        s3.events.push(notice("ViolationFound"));
+        later.steps = vec![s3];
+        queued.merge(later);
+        let reasons: Vec<_> = queued.steps[1]
+            .events
+            .iter()
+            .map(|e| e.notice.reason.as_str())
+            .collect();
+        assert_eq!(reasons, ["ViolationsCleared", "ViolationFound"]);
         // A newer bundle replaces the queued one and stays before the status.
         let mut later = Job::new(id);
         later.steps = vec![cm("a-b", "3"), status(3)];

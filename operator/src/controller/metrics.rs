@@ -1,5 +1,7 @@
 //! Prometheus metrics, one `mcpgov_` prefix. Known series are created at start so they
-//! read 0 before the first event.
+//! read 0 before the first event. One struct per component that updates them (the
+//! writer, the crawler, the watches, the plan, the process), each registering its own
+//! families; `Metrics` holds them all and the registry `/metrics` renders.
 
 use super::expiry::Series;
 use prometheus::core::Collector;
@@ -47,369 +49,221 @@ pub enum MetricOp {
     Expiries(mcpgov_engine::ObjKey, BTreeMap<Series, f64>),
 }
 
+pub const KINDS: [&str; 4] = ["MCPServer", "Agent", "Policy", "Grant"];
+
+/// Creates metrics and registers them, remembering each family's name.
+struct Reg<'a> {
+    registry: &'a Registry,
+    families: &'a mut BTreeMap<String, Vec<String>>,
+}
+
+impl Reg<'_> {
+    fn add<C: Collector + Clone + 'static>(&mut self, c: C) -> C {
+        self.register(Box::new(c.clone()));
+        c
+    }
+
+    fn register(&mut self, c: Box<dyn Collector>) {
+        for d in c.desc() {
+            self.families
+                .insert(d.fq_name.clone(), d.variable_labels.clone());
+        }
+        self.registry.register(c).expect("unique metric");
+    }
+
+    fn counter(&mut self, name: &str, help: &str) -> IntCounter {
+        self.add(IntCounter::new(name, help).expect("valid metric"))
+    }
+
+    fn counters(&mut self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        self.add(IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"))
+    }
+
+    fn gauge(&mut self, name: &str, help: &str) -> IntGauge {
+        self.add(IntGauge::new(name, help).expect("valid metric"))
+    }
+
+    fn gauges(&mut self, name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
+        self.add(IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric"))
+    }
+
+    fn histogram(&mut self, name: &str, help: &str, buckets: &[f64]) -> Histogram {
+        let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+        self.add(Histogram::with_opts(opts).expect("valid metric"))
+    }
+}
+
+/// The writer's: what it wrote and what failed.
 #[derive(Clone)]
-pub struct Metrics {
-    pub registry: Registry,
-    /// Status writes by kind and result (written, skipped, conflict, error, timeout).
+pub struct WriteMetrics {
+    /// Status writes by kind and result (written, skipped, conflict, api, timeout, ...).
     pub status_writes: IntCounterVec,
-    /// ConfigMap writes by result (written, skipped, deleted, error, timeout).
+    /// ConfigMap writes by result (written, skipped, deleted, conflict, api, timeout, ...).
     pub configmap_writes: IntCounterVec,
-    /// PolicyReport / OpenReports writes by result (written, skipped, deleted, error, ...).
+    /// Failed writes and publications by error (the writer's labels, bundle_too_large).
+    pub reconcile_errors: IntCounterVec,
+}
+
+impl WriteMetrics {
+    fn new(r: &mut Reg) -> Self {
+        let m = WriteMetrics {
+            status_writes: r.counters(
+                "mcpgov_status_writes_total",
+                "Status writes by kind and result",
+                &["kind", "result"],
+            ),
+            configmap_writes: r.counters(
+                "mcpgov_configmap_writes_total",
+                "Bundle ConfigMap writes by result",
+                &["result"],
+            ),
+            reconcile_errors: r.counters(
+                "mcpgov_reconcile_errors_total",
+                "Failed writes and publications, by error",
+                &["error"],
+            ),
+        };
+        for e in ["conflict", "api", "timeout", "bundle_too_large"] {
+            m.reconcile_errors.with_label_values(&[e]);
+        }
+        for k in KINDS {
+            for r in ["written", "skipped", "api", "timeout"] {
+                m.status_writes.with_label_values(&[k, r]);
+            }
+        }
+        for r in ["written", "skipped", "deleted", "api", "timeout"] {
+            m.configmap_writes.with_label_values(&[r]);
+        }
+        m
+    }
+}
+
+/// PolicyReports / OpenReports (`--policy-reports`).
+#[derive(Clone)]
+pub struct ReportMetrics {
+    /// Report writes by result (written, skipped, deleted, api, timeout, ...).
     pub report_writes: IntCounterVec,
     /// 1 when the reports API `--policy-reports` selects is served; 0 when its CRD is
     /// missing, before the first look, and with reports off.
     pub reports_available: IntGauge,
+}
+
+impl ReportMetrics {
+    fn new(r: &mut Reg) -> Self {
+        let m = ReportMetrics {
+            report_writes: r.counters(
+                "mcpgov_policy_report_writes_total",
+                "PolicyReport / OpenReports writes by result",
+                &["result"],
+            ),
+            reports_available: r.gauge(
+                "mcpgov_policy_reports_available",
+                "1 when the reports API selected by --policy-reports is served, else 0",
+            ),
+        };
+        for r in ["written", "skipped", "deleted", "api", "timeout"] {
+            m.report_writes.with_label_values(&[r]);
+        }
+        m
+    }
+}
+
+/// The watches'.
+#[derive(Clone)]
+pub struct WatchMetrics {
     /// Objects a watch could not decode, by kind.
     pub malformed_objects: IntCounterVec,
-    /// Agents re-evaluated, by trigger (change, resync).
-    pub evaluations: IntCounterVec,
-    pub ready: IntGauge,
-    pub crawl_duration: Histogram,
+}
+
+impl WatchMetrics {
+    fn new(r: &mut Reg) -> Self {
+        let m = WatchMetrics {
+            malformed_objects: r.counters(
+                "mcpgov_malformed_objects_total",
+                "Watched objects skipped as malformed",
+                &["kind"],
+            ),
+        };
+        for k in KINDS {
+            m.malformed_objects.with_label_values(&[k]);
+        }
+        m
+    }
+}
+
+/// The crawler's, per server where labelled by one.
+#[derive(Clone)]
+pub struct CrawlMetrics {
+    pub duration: Histogram,
     /// Failed crawls by reason (AddressRefused, Timeout, Unauthorized, OverCap, ...).
-    pub crawl_failures: IntCounterVec,
-    pub crawl_last_success: IntGaugeVec,
+    pub failures: IntCounterVec,
+    pub last_success: IntGaugeVec,
     pub catalog_tools: IntGaugeVec,
     /// List-changed notifications that brought a crawl forward.
-    pub crawl_list_changed: IntCounter,
-    pub crawl_failing: IntGaugeVec,
+    pub list_changed: IntCounter,
+    pub failing: IntGaugeVec,
     /// Tools of a pinned server whose crawled contract is not the approved one, by
     /// reason (ContractChanged, ContractUnapproved), as of its latest good crawl.
     pub contracts_pending: IntGaugeVec,
-    pub agent_violations: IntGaugeVec,
-    pub agent_exceptions: IntGaugeVec,
-    pub policy_violations: IntGaugeVec,
-    pub bundle_published: IntGaugeVec,
-    pub bundle_bytes: IntGaugeVec,
-    pub bundle_last_publish: IntGaugeVec,
-    pub reconcile_errors: IntCounterVec,
-    pub evaluation_duration: Histogram,
-    /// Passes that used up their time slice and left work for the next one.
-    pub evaluation_slices: IntCounter,
-    pub build_info: IntGaugeVec,
-    pub leader: IntGauge,
-    pub agent_tools: IntGaugeVec,
-    pub drift: IntGaugeVec,
-    pub graph_nodes: IntGaugeVec,
-    pub graph_edges: IntGaugeVec,
-    /// Names of every registered family, read from the descriptors (a vector with no
-    /// series yet is absent from a scrape but still exported).
-    pub families: Vec<String>,
-    /// Unix time an expected exception expires, per exception with an `expires` (labels:
-    /// `expiry::LABELS`; series bounded as `expiry` explains).
-    pub exception_expiry: GaugeVec,
 }
 
-fn gauge_vec(name: &str, help: &str, labels: &[&str]) -> IntGaugeVec {
-    IntGaugeVec::new(Opts::new(name, help), labels).expect("valid metric")
-}
-
-pub const KINDS: [&str; 4] = ["MCPServer", "Agent", "Policy", "Grant"];
-
-impl Metrics {
-    pub fn new() -> Self {
-        let registry = Registry::new();
-        let status_writes = IntCounterVec::new(
-            Opts::new(
-                "mcpgov_status_writes_total",
-                "Status writes by kind and result",
+impl CrawlMetrics {
+    fn new(r: &mut Reg) -> Self {
+        let server = &["namespace", "server"];
+        CrawlMetrics {
+            duration: r.histogram(
+                "mcpgov_crawl_duration_seconds",
+                "Duration of one crawl",
+                &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0],
             ),
-            &["kind", "result"],
-        )
-        .expect("valid metric");
-        let configmap_writes = IntCounterVec::new(
-            Opts::new(
-                "mcpgov_configmap_writes_total",
-                "Bundle ConfigMap writes by result",
+            failures: r.counters(
+                "mcpgov_crawl_failures_total",
+                "Failed crawls by reason",
+                &["reason"],
             ),
-            &["result"],
-        )
-        .expect("valid metric");
-        let report_writes = IntCounterVec::new(
-            Opts::new(
-                "mcpgov_policy_report_writes_total",
-                "PolicyReport / OpenReports writes by result",
-            ),
-            &["result"],
-        )
-        .expect("valid metric");
-        let reports_available = IntGauge::new(
-            "mcpgov_policy_reports_available",
-            "1 when the reports API selected by --policy-reports is served, else 0",
-        )
-        .expect("valid metric");
-        let malformed_objects = IntCounterVec::new(
-            Opts::new(
-                "mcpgov_malformed_objects_total",
-                "Watched objects skipped as malformed",
-            ),
-            &["kind"],
-        )
-        .expect("valid metric");
-        let evaluations = IntCounterVec::new(
-            Opts::new(
-                "mcpgov_agent_evaluations_total",
-                "Agents re-evaluated, by trigger",
-            ),
-            &["trigger"],
-        )
-        .expect("valid metric");
-        let ready = IntGauge::new(
-            "mcpgov_ready",
-            "1 when every watch has listed and CRDs exist",
-        )
-        .expect("valid metric");
-        let crawl_duration = Histogram::with_opts(
-            HistogramOpts::new("mcpgov_crawl_duration_seconds", "Duration of one crawl")
-                .buckets(vec![0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0]),
-        )
-        .expect("valid metric");
-        let crawl_failures = IntCounterVec::new(
-            Opts::new("mcpgov_crawl_failures_total", "Failed crawls by reason"),
-            &["reason"],
-        )
-        .expect("valid metric");
-        let crawl_last_success = IntGaugeVec::new(
-            Opts::new(
+            last_success: r.gauges(
                 "mcpgov_crawl_last_success_timestamp_seconds",
                 "Unix time of the last successful crawl per server",
+                server,
             ),
-            &["namespace", "server"],
-        )
-        .expect("valid metric");
-        let catalog_tools = IntGaugeVec::new(
-            Opts::new(
+            catalog_tools: r.gauges(
                 "mcpgov_catalog_tools",
                 "Tools in the last good catalog per server",
+                server,
             ),
-            &["namespace", "server"],
-        )
-        .expect("valid metric");
-        let crawl_list_changed = IntCounter::new(
-            "mcpgov_crawl_list_changed_total",
-            "List-changed notifications from watched servers that brought a crawl forward",
-        )
-        .expect("valid metric");
-        let crawl_failing = gauge_vec(
-            "mcpgov_crawl_failing",
-            "1 while the last crawl of a server failed (its catalog is stale)",
-            &["namespace", "server"],
-        );
-        let contracts_pending = gauge_vec(
-            "mcpgov_contracts_pending",
-            "Tools of a Pinned MCPServer whose crawled contract is not the approved one, by reason",
-            &["namespace", "server", "reason"],
-        );
-        let agent_violations = gauge_vec(
-            "mcpgov_agent_violations",
-            "Deny-policy violations an agent can reach",
-            &["namespace", "agent"],
-        );
-        let agent_exceptions = gauge_vec(
-            "mcpgov_agent_exceptions",
-            "Deny paths of an agent covered by an expected exception",
-            &["namespace", "agent"],
-        );
-        let policy_violations = gauge_vec(
-            "mcpgov_policy_violations",
-            "Violations of a Policy over all agents",
-            &["namespace", "policy"],
-        );
-        let bundle_published = gauge_vec(
-            "mcpgov_bundle_published",
-            "1 when the agent's ConfigMap holds its current bundle",
-            &["namespace", "agent"],
-        );
-        let bundle_bytes = gauge_vec(
-            "mcpgov_bundle_bytes",
-            "Size of the agent's bundle",
-            &["namespace", "agent"],
-        );
-        let bundle_last_publish = gauge_vec(
-            "mcpgov_bundle_last_publish_timestamp_seconds",
-            "Unix time the agent's bundle ConfigMap was last written",
-            &["namespace", "agent"],
-        );
-        let reconcile_errors = IntCounterVec::new(
-            Opts::new(
-                "mcpgov_reconcile_errors_total",
-                "Failed writes and publications, by error",
+            list_changed: r.counter(
+                "mcpgov_crawl_list_changed_total",
+                "List-changed notifications from watched servers that brought a crawl forward",
             ),
-            &["error"],
-        )
-        .expect("valid metric");
-        let evaluation_duration = Histogram::with_opts(
-            HistogramOpts::new(
-                "mcpgov_evaluation_duration_seconds",
-                "Duration of one reconcile pass (evaluation and writes)",
-            )
-            .buckets(vec![
-                0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
-            ]),
-        )
-        .expect("valid metric");
-        let evaluation_slices = IntCounter::new(
-            "mcpgov_evaluation_slices_exhausted_total",
-            "Reconcile passes that used up their time slice and yielded to pending changes",
-        )
-        .expect("valid metric");
-        let build_info = gauge_vec(
-            "mcpgov_build_info",
-            "Always 1, labelled with the version",
-            &["version"],
-        );
-        let leader = IntGauge::new("mcpgov_leader", "1 on the replica that holds the lease")
-            .expect("valid metric");
-        let agent_tools = gauge_vec(
-            "mcpgov_agent_tools",
-            "Granted tools of an agent by bundle decision (eligible, rejected)",
-            &["namespace", "agent", "decision"],
-        );
-        let drift = gauge_vec(
-            "mcpgov_drift",
-            "Governance naming tools no server exposes, by kind (Grant, Policy, DataAccess)",
-            &["kind"],
-        );
-        let graph_nodes = gauge_vec("mcpgov_graph_nodes", "Graph nodes by kind", &["kind"]);
-        let graph_edges = gauge_vec("mcpgov_graph_edges", "Graph edges by kind", &["kind"]);
-        let exception_expiry = GaugeVec::new(
-            Opts::new(
-                "mcpgov_exception_expiry_timestamp_seconds",
-                "Unix time an expected exception of a Grant expires (index: its position in spec.expectedExceptions)",
+            failing: r.gauges(
+                "mcpgov_crawl_failing",
+                "1 while the last crawl of a server failed (its catalog is stale)",
+                server,
             ),
-            &super::expiry::LABELS,
-        )
-        .expect("valid metric");
-        for k in ["Grant", "Policy", "DataAccess"] {
-            drift.with_label_values(&[k]);
-        }
-        for k in ["MCPServer", "Tool", "Resource", "Policy", "Agent"] {
-            graph_nodes.with_label_values(&[k]);
-        }
-        for k in [
-            "EXPOSES",
-            "PROVIDES",
-            "READS",
-            "WRITES",
-            "GOVERNED_BY",
-            "CAN_CALL",
-        ] {
-            graph_edges.with_label_values(&[k]);
-        }
-        for e in ["conflict", "api", "timeout", "bundle_too_large"] {
-            reconcile_errors.with_label_values(&[e]);
-        }
-        for k in KINDS {
-            for r in ["written", "skipped", "api", "timeout"] {
-                status_writes.with_label_values(&[k, r]);
-            }
-            malformed_objects.with_label_values(&[k]);
-        }
-        for r in ["written", "skipped", "deleted", "api", "timeout"] {
-            configmap_writes.with_label_values(&[r]);
-        }
-        for r in ["written", "skipped", "deleted", "api", "timeout"] {
-            report_writes.with_label_values(&[r]);
-        }
-        for t in ["change", "resync"] {
-            evaluations.with_label_values(&[t]);
-        }
-        let mut families = Vec::new();
-        for c in [
-            Box::new(status_writes.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(configmap_writes.clone()),
-            Box::new(report_writes.clone()),
-            Box::new(reports_available.clone()),
-            Box::new(malformed_objects.clone()),
-            Box::new(evaluations.clone()),
-            Box::new(ready.clone()),
-            Box::new(crawl_duration.clone()),
-            Box::new(crawl_failures.clone()),
-            Box::new(crawl_last_success.clone()),
-            Box::new(catalog_tools.clone()),
-            Box::new(crawl_list_changed.clone()),
-            Box::new(crawl_failing.clone()),
-            Box::new(contracts_pending.clone()),
-            Box::new(agent_violations.clone()),
-            Box::new(agent_exceptions.clone()),
-            Box::new(policy_violations.clone()),
-            Box::new(bundle_published.clone()),
-            Box::new(bundle_bytes.clone()),
-            Box::new(bundle_last_publish.clone()),
-            Box::new(reconcile_errors.clone()),
-            Box::new(evaluation_duration.clone()),
-            Box::new(evaluation_slices.clone()),
-            Box::new(build_info.clone()),
-            Box::new(leader.clone()),
-            Box::new(agent_tools.clone()),
-            Box::new(drift.clone()),
-            Box::new(graph_nodes.clone()),
-            Box::new(graph_edges.clone()),
-            Box::new(exception_expiry.clone()),
-        ] {
-            families.extend(c.desc().iter().map(|d| d.fq_name.clone()));
-            registry.register(c).expect("unique metric");
-        }
-        // CPU, RSS, open fds, start time: `process_*`, as every Go operator exports them.
-        #[cfg(target_os = "linux")]
-        {
-            let p = prometheus::process_collector::ProcessCollector::for_self();
-            families.extend(p.desc().iter().map(|d| d.fq_name.clone()));
-            registry.register(Box::new(p)).expect("unique metric");
-        }
-        Metrics {
-            families,
-            registry,
-            status_writes,
-            configmap_writes,
-            report_writes,
-            reports_available,
-            malformed_objects,
-            evaluations,
-            ready,
-            crawl_duration,
-            crawl_failures,
-            crawl_last_success,
-            catalog_tools,
-            crawl_list_changed,
-            crawl_failing,
-            contracts_pending,
-            agent_violations,
-            agent_exceptions,
-            policy_violations,
-            bundle_published,
-            bundle_bytes,
-            bundle_last_publish,
-            reconcile_errors,
-            evaluation_duration,
-            evaluation_slices,
-            build_info,
-            leader,
-            agent_tools,
-            drift,
-            graph_nodes,
-            graph_edges,
-            exception_expiry,
+            contracts_pending: r.gauges(
+                "mcpgov_contracts_pending",
+                "Tools of a Pinned MCPServer whose crawled contract is not the approved one, by reason",
+                &["namespace", "server", "reason"],
+            ),
         }
     }
 
-    pub fn observe_crawl(&self, key: &mcpgov_engine::ObjKey, o: &super::crawl::Outcome) {
-        self.crawl_duration.observe(o.duration.as_secs_f64());
+    pub fn observe(&self, key: &mcpgov_engine::ObjKey, o: &super::crawl::Outcome) {
+        self.duration.observe(o.duration.as_secs_f64());
         let labels = [key.namespace.as_str(), key.name.as_str()];
         match &o.result {
             Ok(c) => {
-                self.crawl_last_success
+                self.last_success
                     .with_label_values(&labels)
                     .set(o.finished.as_second());
                 self.catalog_tools
                     .with_label_values(&labels)
                     .set(c.tools.len() as i64);
+                self.observe_contracts(key, &o.spec.contracts, c);
             }
-            Err(f) => self.crawl_failures.with_label_values(&[f.reason]).inc(),
+            Err(f) => self.failures.with_label_values(&[f.reason]).inc(),
         }
-        if let Ok(c) = &o.result {
-            self.observe_contracts(key, &o.spec.contracts, c);
-        }
-        self.crawl_failing
+        self.failing
             .with_label_values(&labels)
             .set(o.result.is_err() as i64);
     }
@@ -444,7 +298,16 @@ impl Metrics {
         }
     }
 
-    /// Forget a deleted server's contract series.
+    /// Forget a deleted server's series.
+    pub fn forget(&self, key: &mcpgov_engine::ObjKey) {
+        let labels = [key.namespace.as_str(), key.name.as_str()];
+        for m in [&self.failing, &self.last_success, &self.catalog_tools] {
+            let _ = m.remove_label_values(&labels);
+        }
+        self.forget_contracts(key);
+    }
+
+    /// Forget a server's contract series.
     pub fn forget_contracts(&self, key: &mcpgov_engine::ObjKey) {
         for reason in ["ContractChanged", "ContractUnapproved"] {
             let _ = self.contracts_pending.remove_label_values(&[
@@ -453,6 +316,123 @@ impl Metrics {
                 reason,
             ]);
         }
+    }
+}
+
+/// The plan's: evaluations, per-agent and per-policy figures, the graph, expiries.
+#[derive(Clone)]
+pub struct EvaluationMetrics {
+    /// Agents re-evaluated, by trigger (change, resync).
+    pub evaluations: IntCounterVec,
+    pub duration: Histogram,
+    /// Passes that used up their time slice and left work for the next one.
+    pub slices: IntCounter,
+    pub agent_tools: IntGaugeVec,
+    pub agent_violations: IntGaugeVec,
+    pub agent_exceptions: IntGaugeVec,
+    pub policy_violations: IntGaugeVec,
+    pub bundle_published: IntGaugeVec,
+    pub bundle_bytes: IntGaugeVec,
+    pub bundle_last_publish: IntGaugeVec,
+    pub drift: IntGaugeVec,
+    pub graph_nodes: IntGaugeVec,
+    pub graph_edges: IntGaugeVec,
+    /// Unix time an expected exception expires, per exception with an `expires` (labels:
+    /// `expiry::LABELS`; series bounded as `expiry` explains).
+    pub exception_expiry: GaugeVec,
+}
+
+impl EvaluationMetrics {
+    fn new(r: &mut Reg) -> Self {
+        let agent = &["namespace", "agent"];
+        let m = EvaluationMetrics {
+            evaluations: r.counters(
+                "mcpgov_agent_evaluations_total",
+                "Agents re-evaluated, by trigger",
+                &["trigger"],
+            ),
+            duration: r.histogram(
+                "mcpgov_evaluation_duration_seconds",
+                "Duration of one reconcile pass (evaluation and writes)",
+                &[0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0],
+            ),
+            slices: r.counter(
+                "mcpgov_evaluation_slices_exhausted_total",
+                "Reconcile passes that used up their time slice and yielded to pending changes",
+            ),
+            agent_tools: r.gauges(
+                "mcpgov_agent_tools",
+                "Granted tools of an agent by bundle decision (eligible, rejected)",
+                &["namespace", "agent", "decision"],
+            ),
+            agent_violations: r.gauges(
+                "mcpgov_agent_violations",
+                "Deny-policy violations an agent can reach",
+                agent,
+            ),
+            agent_exceptions: r.gauges(
+                "mcpgov_agent_exceptions",
+                "Deny paths of an agent covered by an expected exception",
+                agent,
+            ),
+            policy_violations: r.gauges(
+                "mcpgov_policy_violations",
+                "Violations of a Policy over all agents",
+                &["namespace", "policy"],
+            ),
+            bundle_published: r.gauges(
+                "mcpgov_bundle_published",
+                "1 when the agent's ConfigMap holds its current bundle",
+                agent,
+            ),
+            bundle_bytes: r.gauges(
+                "mcpgov_bundle_bytes",
+                "Size of the agent's bundle",
+                agent,
+            ),
+            bundle_last_publish: r.gauges(
+                "mcpgov_bundle_last_publish_timestamp_seconds",
+                "Unix time the agent's bundle ConfigMap was last written",
+                agent,
+            ),
+            drift: r.gauges(
+                "mcpgov_drift",
+                "Governance naming tools no server exposes, by kind (Grant, Policy, DataAccess)",
+                &["kind"],
+            ),
+            graph_nodes: r.gauges("mcpgov_graph_nodes", "Graph nodes by kind", &["kind"]),
+            graph_edges: r.gauges("mcpgov_graph_edges", "Graph edges by kind", &["kind"]),
+            exception_expiry: r.add(
+                GaugeVec::new(
+                    Opts::new(
+                        "mcpgov_exception_expiry_timestamp_seconds",
+                        "Unix time an expected exception of a Grant expires (index: its position in spec.expectedExceptions)",
+                    ),
+                    &super::expiry::LABELS,
+                )
+                .expect("valid metric"),
+            ),
+        };
+        for k in ["Grant", "Policy", "DataAccess"] {
+            m.drift.with_label_values(&[k]);
+        }
+        for k in ["MCPServer", "Tool", "Resource", "Policy", "Agent"] {
+            m.graph_nodes.with_label_values(&[k]);
+        }
+        for k in [
+            "EXPOSES",
+            "PROVIDES",
+            "READS",
+            "WRITES",
+            "GOVERNED_BY",
+            "CAN_CALL",
+        ] {
+            m.graph_edges.with_label_values(&[k]);
+        }
+        for t in ["change", "resync"] {
+            m.evaluations.with_label_values(&[t]);
+        }
+        m
     }
 
     /// Export one Grant's exception expiry series, removing those of `before` it no
@@ -487,33 +467,106 @@ impl Metrics {
             Gauge::Drift => &self.drift,
         }
     }
+}
+
+/// The process's: readiness, leadership, version.
+#[derive(Clone)]
+pub struct ProcessMetrics {
+    pub ready: IntGauge,
+    pub leader: IntGauge,
+    pub build_info: IntGaugeVec,
+}
+
+impl ProcessMetrics {
+    fn new(r: &mut Reg) -> Self {
+        let m = ProcessMetrics {
+            ready: r.gauge(
+                "mcpgov_ready",
+                "1 when every watch has listed and CRDs exist",
+            ),
+            leader: r.gauge("mcpgov_leader", "1 on the replica that holds the lease"),
+            build_info: r.gauges(
+                "mcpgov_build_info",
+                "Always 1, labelled with the version",
+                &["version"],
+            ),
+        };
+        // CPU, RSS, open fds, start time: `process_*`, as every Go operator exports them.
+        #[cfg(target_os = "linux")]
+        r.register(Box::new(
+            prometheus::process_collector::ProcessCollector::for_self(),
+        ));
+        m
+    }
+}
+
+#[derive(Clone)]
+pub struct Metrics {
+    pub registry: Registry,
+    /// Every registered family with its label names, read from the descriptors (a
+    /// vector with no series yet is absent from a scrape but still exported).
+    pub families: BTreeMap<String, Vec<String>>,
+    pub writes: WriteMetrics,
+    pub reports: ReportMetrics,
+    pub watch: WatchMetrics,
+    pub crawl: CrawlMetrics,
+    pub evaluation: EvaluationMetrics,
+    pub process: ProcessMetrics,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let mut families = BTreeMap::new();
+        let mut r = Reg {
+            registry: &registry,
+            families: &mut families,
+        };
+        let writes = WriteMetrics::new(&mut r);
+        let reports = ReportMetrics::new(&mut r);
+        let watch = WatchMetrics::new(&mut r);
+        let crawl = CrawlMetrics::new(&mut r);
+        let evaluation = EvaluationMetrics::new(&mut r);
+        let process = ProcessMetrics::new(&mut r);
+        Metrics {
+            registry,
+            families,
+            writes,
+            reports,
+            watch,
+            crawl,
+            evaluation,
+            process,
+        }
+    }
 
     /// Apply one metric value a plan computed (`MetricOp::Expiries` is the index's).
     pub fn apply(&self, op: &MetricOp) {
         fn strs(l: &[String]) -> Vec<&str> {
             l.iter().map(String::as_str).collect()
         }
+        let ev = &self.evaluation;
         match op {
-            MetricOp::Set(g, labels, v) => self.gauge(*g).with_label_values(&strs(labels)).set(*v),
+            MetricOp::Set(g, labels, v) => ev.gauge(*g).with_label_values(&strs(labels)).set(*v),
             MetricOp::Remove(g, labels) => {
-                let _ = self.gauge(*g).remove_label_values(&strs(labels));
+                let _ = ev.gauge(*g).remove_label_values(&strs(labels));
             }
             MetricOp::Count(c, labels, n) => {
                 let labels = strs(labels);
                 match c {
-                    Counter::StatusWrites => &self.status_writes,
-                    Counter::ConfigMapWrites => &self.configmap_writes,
-                    Counter::ReconcileErrors => &self.reconcile_errors,
-                    Counter::Evaluations => &self.evaluations,
+                    Counter::StatusWrites => &self.writes.status_writes,
+                    Counter::ConfigMapWrites => &self.writes.configmap_writes,
+                    Counter::ReconcileErrors => &self.writes.reconcile_errors,
+                    Counter::Evaluations => &ev.evaluations,
                     Counter::EvaluationSlices => {
-                        self.evaluation_slices.inc_by(*n);
+                        ev.slices.inc_by(*n);
                         return;
                     }
                 }
                 .with_label_values(&labels)
                 .inc_by(*n)
             }
-            MetricOp::EvaluationSeconds(s) => self.evaluation_duration.observe(*s),
+            MetricOp::EvaluationSeconds(s) => ev.duration.observe(*s),
             MetricOp::Expiries(..) => {}
         }
     }
@@ -538,7 +591,7 @@ mod tests {
     /// Every family the operator exports, as a scrape names it (histograms also as
     /// `_bucket`, `_sum` and `_count`).
     fn exported(m: &Metrics) -> BTreeSet<String> {
-        let mut out: BTreeSet<String> = m.families.iter().cloned().collect();
+        let mut out: BTreeSet<String> = m.families.keys().cloned().collect();
         for n in out.clone() {
             for suffix in ["_bucket", "_sum", "_count"] {
                 out.insert(format!("{n}{suffix}"));
@@ -625,6 +678,56 @@ mod tests {
         );
     }
 
+    /// Names and labels are what alerts, the dashboard and docs/alerts.md query: the
+    /// families exported, each with its label names, exactly.
+    #[test]
+    fn metric_names_and_labels_are_unchanged() {
+        let got: Vec<String> = Metrics::new()
+            .families
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("mcpgov_"))
+            .map(|(n, labels)| match labels.is_empty() {
+                true => n,
+                false => format!("{n}{{{}}}", labels.join(",")),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "mcpgov_agent_evaluations_total{trigger}",
+                "mcpgov_agent_exceptions{namespace,agent}",
+                "mcpgov_agent_tools{namespace,agent,decision}",
+                "mcpgov_agent_violations{namespace,agent}",
+                "mcpgov_build_info{version}",
+                "mcpgov_bundle_bytes{namespace,agent}",
+                "mcpgov_bundle_last_publish_timestamp_seconds{namespace,agent}",
+                "mcpgov_bundle_published{namespace,agent}",
+                "mcpgov_catalog_tools{namespace,server}",
+                "mcpgov_configmap_writes_total{result}",
+                "mcpgov_contracts_pending{namespace,server,reason}",
+                "mcpgov_crawl_duration_seconds",
+                "mcpgov_crawl_failing{namespace,server}",
+                "mcpgov_crawl_failures_total{reason}",
+                "mcpgov_crawl_last_success_timestamp_seconds{namespace,server}",
+                "mcpgov_crawl_list_changed_total",
+                "mcpgov_drift{kind}",
+                "mcpgov_evaluation_duration_seconds",
+                "mcpgov_evaluation_slices_exhausted_total",
+                "mcpgov_exception_expiry_timestamp_seconds{namespace,grant,index,policy,owner}",
+                "mcpgov_graph_edges{kind}",
+                "mcpgov_graph_nodes{kind}",
+                "mcpgov_leader",
+                "mcpgov_malformed_objects_total{kind}",
+                "mcpgov_policy_report_writes_total{result}",
+                "mcpgov_policy_reports_available",
+                "mcpgov_policy_violations{namespace,policy}",
+                "mcpgov_ready",
+                "mcpgov_reconcile_errors_total{error}",
+                "mcpgov_status_writes_total{kind,result}",
+            ]
+        );
+    }
+
     fn expiry_lines(m: &Metrics) -> Vec<String> {
         m.render()
             .lines()
@@ -642,7 +745,7 @@ mod tests {
     fn expiry_series_follow_the_grant_and_leave_none_stale() {
         let m = Metrics::new();
         let two = BTreeMap::from([series("0", "p", 1798761600.0), series("1", "q", 1.5)]);
-        let held = m.export_expiries(&BTreeSet::new(), &two);
+        let held = m.evaluation.export_expiries(&BTreeSet::new(), &two);
         assert_eq!(
             expiry_lines(&m),
             [
@@ -652,7 +755,7 @@ mod tests {
         );
         // The first exception removed: q moves to index 0, nothing of the old set stays.
         let one = BTreeMap::from([series("0", "q", 1.5)]);
-        let held = m.export_expiries(&held, &one);
+        let held = m.evaluation.export_expiries(&held, &one);
         assert_eq!(
             expiry_lines(&m),
             [
@@ -660,7 +763,11 @@ mod tests {
             ]
         );
         // The Grant gone.
-        assert!(m.export_expiries(&held, &BTreeMap::new()).is_empty());
+        assert!(
+            m.evaluation
+                .export_expiries(&held, &BTreeMap::new())
+                .is_empty()
+        );
         assert!(expiry_lines(&m).is_empty());
     }
 
@@ -724,7 +831,7 @@ mod tests {
                 .collect()
         };
         let m = Metrics::new();
-        m.observe_crawl(&key, &outcome(ContractMode::Pinned));
+        m.crawl.observe(&key, &outcome(ContractMode::Pinned));
         assert_eq!(
             lines(&m),
             [
@@ -732,10 +839,10 @@ mod tests {
                 r#"mcpgov_contracts_pending{namespace="team",reason="ContractUnapproved",server="notes"} 1"#,
             ]
         );
-        m.observe_crawl(&key, &outcome(ContractMode::Trust));
+        m.crawl.observe(&key, &outcome(ContractMode::Trust));
         assert!(lines(&m).is_empty(), "{:?}", lines(&m));
-        m.observe_crawl(&key, &outcome(ContractMode::Pinned));
-        m.forget_contracts(&key);
+        m.crawl.observe(&key, &outcome(ContractMode::Pinned));
+        m.crawl.forget(&key);
         assert!(lines(&m).is_empty(), "{:?}", lines(&m));
     }
 }

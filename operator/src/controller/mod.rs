@@ -90,16 +90,17 @@ pub async fn run(config: Config) -> Result<(), String> {
         None => leader::Leadership::always(),
     };
     metrics
+        .process
         .build_info
         .with_label_values(&[env!("CARGO_PKG_VERSION")])
         .set(1);
-    metrics.leader.set(leadership.is_leader() as i64);
+    metrics.process.leader.set(leadership.is_leader() as i64);
     let (tx, rx) = tokio::sync::mpsc::channel::<msg::Msg>(4096);
     watch::spawn_all(
         &client,
         config.namespace.as_deref(),
         tx.clone(),
-        metrics.malformed_objects.clone(),
+        metrics.watch.malformed_objects.clone(),
     );
     let (specs_tx, specs_rx) = tokio::sync::watch::channel(crawl::Specs::new());
     crawl::spawn(
@@ -108,7 +109,7 @@ pub async fn run(config: Config) -> Result<(), String> {
         config.crawl_concurrency,
         specs_rx,
         tx.clone(),
-        metrics.crawl_list_changed.clone(),
+        metrics.crawl.list_changed.clone(),
         leadership.flag.clone(),
     );
     let (mcp_config, mcp_client) = (config.mcp.clone(), client.clone());

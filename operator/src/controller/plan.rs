@@ -532,12 +532,18 @@ impl Index {
             bundle.bytes.len() as i64,
         );
         let mut step = Step::new(op);
-        step.events.push(event(
-            agent,
-            false,
-            EventReason::BundlePublished,
-            format!("{name} revision {} {}", revision + 1, bundle.sha256),
-        ));
+        // A change of what an agent may call is announced; its first bundle is not (its
+        // status says so, and a start of the operator on a large estate would otherwise
+        // send one Event per Agent before the API server has written their status).
+        let had_bundle = agent.status.as_ref().is_some_and(|s| s.bundle.is_some());
+        if had_bundle {
+            step.events.push(event(
+                agent,
+                false,
+                EventReason::BundlePublished,
+                format!("{name} revision {} {}", revision + 1, bundle.sha256),
+            ));
+        }
         job.steps.push(step);
         published(revision + 1)
     }
@@ -959,7 +965,11 @@ mod plan_tests {
             .flat_map(|s| &s.events)
             .map(|e| e.notice.reason.as_str())
             .collect();
-        assert_eq!(reasons, ["BundlePublished", "ViolationFound"]);
+        assert_eq!(
+            reasons,
+            ["ViolationFound"],
+            "an Agent's first bundle is not announced by an Event"
+        );
         // Every other object gets its status too, each in a job of its own.
         for (kind, name) in [
             (Watched::Grant, "vibe-coder-notes"),
@@ -1141,6 +1151,16 @@ mod plan_tests {
         assert!(
             matches!(&agent.steps[0].op, Op::CreateConfigMap(_)),
             "{agent:#?}"
+        );
+        let reasons: Vec<_> = agent.steps[0]
+            .events
+            .iter()
+            .map(|e| &e.notice.reason)
+            .collect();
+        assert_eq!(
+            reasons,
+            ["BundlePublished"],
+            "a republished bundle is announced"
         );
         // A relist that no longer has the Grant: it is gone, and the Agent loses its
         // tools (and the Policy its violation) in the next plan.

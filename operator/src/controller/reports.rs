@@ -289,6 +289,7 @@ impl Index {
                 }
             }
             self.metrics
+                .reports
                 .reports_available
                 .set(i64::from(st.available == Some(true)));
         }

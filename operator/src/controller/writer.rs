@@ -108,27 +108,41 @@ async fn timed<T>(fut: impl Future<Output = Result<T, kube::Error>>) -> Result<T
 }
 
 /// Events waiting to be published; beyond this a burst drops them (they are
-/// notices, not state: status carries the same facts).
-const EVENT_QUEUE: usize = 1024;
+/// notices, not state: status carries the same facts). Held while the writer is busy
+/// (`EVENT_HOLD`), a first convergence of the large estate queues about 1,100.
+const EVENT_QUEUE: usize = 4096;
+
+/// How long an Event waits for the writer to have nothing queued or in flight: the API
+/// server's time goes to status and bundles first, Events after.
+const EVENT_HOLD: Duration = Duration::from_secs(10);
+
+/// An Event to publish, with when it was queued.
+type Queued = (Notice, ObjectReference, tokio::time::Instant);
 
 #[derive(Clone)]
 pub struct Writer {
     client: Client,
     metrics: Metrics,
-    events: tokio::sync::mpsc::Sender<(Notice, ObjectReference)>,
+    events: tokio::sync::mpsc::Sender<Queued>,
     leader: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// True while the writer task has jobs queued or in flight.
+    busy: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// Publishes Events off the reconcile path: awaited inline they were 43% of a pass's
 /// API round trips on a 500-agent estate. Series are keyed with the note (`events`).
+/// Each waits until the writer is idle, `EVENT_HOLD` at most after it was queued.
 async fn publish_events(
     client: Client,
     instance: String,
-    mut queue: tokio::sync::mpsc::Receiver<(Notice, ObjectReference)>,
+    mut queue: tokio::sync::mpsc::Receiver<Queued>,
     leader: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    mut busy: tokio::sync::watch::Receiver<bool>,
 ) {
     let mut series = Series::default();
-    while let Some((notice, obj)) = queue.recv().await {
+    while let Some((notice, obj, queued)) = queue.recv().await {
+        // A closed channel (the writer gone) or the hold over: publish anyway.
+        let _ = tokio::time::timeout_at(queued + EVENT_HOLD, busy.wait_for(|b| !*b)).await;
         if !leader.load(std::sync::atomic::Ordering::SeqCst) {
             continue;
         }
@@ -182,17 +196,20 @@ impl Writer {
     ) -> Self {
         let instance = std::env::var("HOSTNAME").unwrap_or_else(|_| FIELD_MANAGER.into());
         let (events, queue) = tokio::sync::mpsc::channel(EVENT_QUEUE);
+        let (busy, idle) = tokio::sync::watch::channel(false);
         tokio::spawn(publish_events(
             client.clone(),
             instance,
             queue,
             leader.clone(),
+            idle,
         ));
         Writer {
             events,
             client,
             metrics,
             leader,
+            busy: std::sync::Arc::new(busy),
         }
     }
 
@@ -277,6 +294,7 @@ impl Writer {
             Err(e) => e.label(),
         };
         self.metrics
+            .writes
             .status_writes
             .with_label_values(&[label, outcome])
             .inc();
@@ -339,6 +357,7 @@ impl Writer {
             Err(e) => e.label(),
         };
         self.metrics
+            .writes
             .configmap_writes
             .with_label_values(&[label])
             .inc();
@@ -423,7 +442,11 @@ impl Writer {
             Ok(l) => l,
             Err(e) => e.label(),
         };
-        self.metrics.report_writes.with_label_values(&[label]).inc();
+        self.metrics
+            .reports
+            .report_writes
+            .with_label_values(&[label])
+            .inc();
     }
 
     /// Queue an Event for the publishing task; a full queue drops it (logged).
@@ -432,7 +455,12 @@ impl Writer {
             return;
         }
         let reason = e.notice.reason.as_str();
-        if self.events.try_send((e.notice, e.regarding)).is_err() {
+        let queued = tokio::time::Instant::now();
+        if self
+            .events
+            .try_send((e.notice, e.regarding, queued))
+            .is_err()
+        {
             tracing::warn!(reason, "event queue full, event dropped");
         }
     }
@@ -472,9 +500,13 @@ pub fn spawn<M: From<Report> + Send + 'static>(
                 let w = writer.clone();
                 let object = job.object.clone();
                 let task = running.spawn(async move { w.run(job).await });
-                objects.insert(task.id(), object);
+                objects.insert(task.id(), (object, std::time::Instant::now()));
             }
-            if !open && running.is_empty() && queue.queued() == 0 {
+            let busy = !running.is_empty() || queue.queued() > 0;
+            writer
+                .busy
+                .send_if_modified(|b| std::mem::replace(b, busy) != busy);
+            if !open && !busy {
                 return;
             }
             tokio::select! {
@@ -485,12 +517,21 @@ pub fn spawn<M: From<Report> + Send + 'static>(
                 Some(done) = running.join_next_with_id(), if !running.is_empty() => {
                     let report = match done {
                         Ok((id, r)) => {
-                            objects.remove(&id);
+                            if let Some((_, started)) = objects.remove(&id) {
+                                tracing::debug!(
+                                    object = %r.job,
+                                    steps = r.steps.len(),
+                                    elapsed_ms = started.elapsed().as_millis() as u64,
+                                    queued = queue.queued(),
+                                    in_flight = running.len(),
+                                    "job done"
+                                );
+                            }
                             r
                         }
                         Err(e) => {
                             tracing::error!(error = %e, "a write task panicked");
-                            if let Some(object) = objects.remove(&e.id()) {
+                            if let Some((object, _)) = objects.remove(&e.id()) {
                                 queue.done(&object);
                             }
                             continue;
