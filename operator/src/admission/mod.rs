@@ -6,6 +6,7 @@
 pub mod cert;
 pub mod consequences;
 pub mod deny;
+pub mod drift;
 pub mod mirror;
 pub mod review;
 pub mod tls;

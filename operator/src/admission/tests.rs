@@ -365,3 +365,205 @@ spec: {agent: ci-bot, tools: ["git::git_show"]}
         assert_eq!(c, Default::default());
     }
 }
+
+mod drift_on_a_mirror {
+    use super::super::consequences::compute;
+    use super::super::mirror::{Change, State, apply};
+    use mcpgov_engine::{Engine, Object};
+
+    const D: &str = "sha256:5555555555555555555555555555555555555555555555555555555555555555";
+
+    /// A crawled server in ci shared with web, and a Grant of its tool on each side.
+    fn estate(server_spec: &str) -> String {
+        format!(
+            r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: MCPServer
+metadata: {{name: git, namespace: ci}}
+spec:
+  endpoint: {{url: "http://git.ci.svc:8080/mcp"}}
+{server_spec}
+status:
+  lastSuccessfulCrawlTime: "2026-05-01T00:00:00Z"
+  tools:
+    - {{name: git_show, contractDigest: "{D}"}}
+    - {{name: git_log, contractDigest: "{D}"}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {{name: ci-bot, namespace: ci}}
+spec: {{}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {{name: ci-bot-git, namespace: ci}}
+spec: {{agent: ci-bot, tools: ["git::git_show"]}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Agent
+metadata: {{name: web-bot, namespace: web}}
+spec: {{}}
+---
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {{name: web-bot-git, namespace: web}}
+spec: {{agent: web-bot, tools: ["ci/git::git_log"]}}
+"#
+        )
+    }
+
+    const SHARED: &str = "  sharing: {namespaces: [web]}";
+
+    fn objects(yaml: &str) -> Vec<Object> {
+        crate::manifest::load_str(yaml, std::path::Path::new("t"))
+            .unwrap()
+            .objects
+            .iter()
+            .map(|l| l.resource.to_engine("ci"))
+            .collect()
+    }
+
+    fn state() -> State {
+        let mut s = State {
+            engine: Engine::new(Default::default()),
+            enforced: Default::default(),
+        };
+        for o in objects(&estate(SHARED)) {
+            apply(&mut s, Change::Apply(Box::new(o)));
+        }
+        s
+    }
+
+    fn now() -> jiff::Timestamp {
+        "2026-06-01T00:00:00Z".parse().unwrap()
+    }
+
+    fn findings(s: &State) -> String {
+        serde_json::to_string(&s.engine.evaluator(now()).check()).unwrap()
+    }
+
+    /// The server as its author would apply it: the spec only, no status.
+    fn server(spec: &str) -> Object {
+        let yaml = estate(spec);
+        let first = yaml.split("---").next().unwrap();
+        let (spec_part, _) = first.split_once("status:").unwrap();
+        objects(spec_part).remove(0)
+    }
+
+    fn drift_warnings(c: &super::super::consequences::Consequences) -> Vec<&String> {
+        c.warnings.iter().filter(|w| w.contains("drift")).collect()
+    }
+
+    #[test]
+    fn sharing_narrowed_counts_the_other_namespaces_grant_without_naming_it() {
+        let mut s = state();
+        let before = findings(&s);
+        let c = compute(&mut s, server(""), "ci", now());
+        let w = drift_warnings(&c);
+        assert_eq!(w.len(), 1, "{c:?}");
+        assert!(
+            w[0].contains("MCPServer ci/git: its tools are granted by 1 Grant(s) that would drift"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("1 in other namespaces"), "{w:?}");
+        assert!(
+            !w[0].contains("web"),
+            "another team's Grant is never named: {w:?}"
+        );
+        assert_eq!(findings(&s), before, "the mirror is put back");
+    }
+
+    #[test]
+    fn pinning_contracts_names_the_own_grant_and_why() {
+        let mut s = state();
+        let spec = format!(
+            "{SHARED}\n  contracts:\n    mode: Pinned\n    approved: [{{tool: git_log, digest: \"{D}\"}}]"
+        );
+        let c = compute(&mut s, server(&spec), "ci", now());
+        let w = drift_warnings(&c);
+        assert_eq!(w.len(), 1, "{c:?}");
+        assert!(w[0].contains("by 1 Grant(s)"), "{w:?}");
+        assert!(
+            w[0].contains("ci/ci-bot-git (ci/git::git_show has no approved contract)"),
+            "{w:?}"
+        );
+        // git_log is approved with the crawled digest: web's Grant keeps its tool.
+        assert!(!w[0].contains("other namespaces"), "{w:?}");
+        // An approval that names another digest: the contract "changed".
+        let spec = format!(
+            "  contracts:\n    mode: Pinned\n    approved:\n      - {{tool: git_show, digest: \"sha256:{}\"}}\n      - {{tool: git_log, digest: \"{D}\"}}",
+            "0".repeat(64)
+        );
+        let c = compute(&mut s, server(&spec), "web", now());
+        let w = drift_warnings(&c);
+        assert_eq!(w.len(), 1, "{c:?}");
+        // Seen from web: its own Grant (sharing gone) is named, ci's counted.
+        assert!(w[0].contains("by 2 Grant(s)"), "{w:?}");
+        assert!(
+            w[0].contains("web/web-bot-git (MCPServer ci/git does not share"),
+            "{w:?}"
+        );
+        assert!(w[0].contains("1 in other namespaces"), "{w:?}");
+        assert!(!w[0].contains("ci-bot-git"), "{w:?}");
+    }
+
+    #[test]
+    fn a_server_change_that_takes_nothing_away_says_nothing_of_drift() {
+        let mut s = state();
+        let spec = format!(
+            "{SHARED}\n  dataAccess:\n    - {{tool: git_show, resource: \"file:///srv/**\", mode: Reads}}"
+        );
+        let c = compute(&mut s, server(&spec), "ci", now());
+        assert!(drift_warnings(&c).is_empty(), "{c:?}");
+    }
+
+    fn grant(tools: &str) -> Object {
+        objects(&format!(
+            "apiVersion: mcpgov.io/v1alpha1\nkind: Grant\nmetadata: {{name: g2, namespace: ci}}\nspec: {{agent: ci-bot, tools: [{tools}]}}\n"
+        ))
+        .remove(0)
+    }
+
+    #[test]
+    fn a_grant_naming_tools_that_do_not_exist_drifts_at_birth() {
+        let mut s = state();
+        let before = findings(&s);
+        let c = compute(
+            &mut s,
+            grant(r#""git::git_show", "git::git_blame", "nosuch::x", "zzz_*""#),
+            "ci",
+            now(),
+        );
+        let w: Vec<&String> = c
+            .warnings
+            .iter()
+            .filter(|w| w.contains("Grant ci/g2 names"))
+            .collect();
+        assert_eq!(w.len(), 3, "{c:?}");
+        assert!(
+            w[0].contains(r#"names "git::git_blame": ci/git::git_blame is not served"#),
+            "{w:?}"
+        );
+        assert!(
+            w[1].contains(r#"names "nosuch::x": ci/nosuch::x is not served"#),
+            "{w:?}"
+        );
+        assert!(
+            w[2].contains(r#""zzz_*" matches no tool its namespace can see"#),
+            "{w:?}"
+        );
+        assert_eq!(findings(&s), before);
+    }
+
+    #[test]
+    fn a_tool_of_a_server_not_crawled_yet_is_not_drift_at_birth() {
+        let mut s = state();
+        let uncrawled = objects(
+            "apiVersion: mcpgov.io/v1alpha1\nkind: MCPServer\nmetadata: {name: fresh, namespace: ci}\nspec:\n  endpoint: {url: \"http://fresh.ci.svc/mcp\"}\n",
+        )
+        .remove(0);
+        apply(&mut s, Change::Apply(Box::new(uncrawled)));
+        let c = compute(&mut s, grant(r#""fresh::anything""#), "ci", now());
+        assert!(c.warnings.is_empty(), "{c:?}");
+    }
+}
