@@ -6,7 +6,7 @@
 //! unlocking. Costs a second compiled engine in memory.
 
 use mcpgov_engine::{Engine, EngineConfig, Kind, ObjKey, Object};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -16,6 +16,9 @@ pub enum Change {
     Delete(Kind, ObjKey),
     /// Whether a Policy asks for `admission: Enforce`.
     Enforce(ObjKey, bool),
+    /// The bundle ConfigMap name of an Agent (set, or the default): the engine's Agent
+    /// does not carry it, and two Agents of a namespace must not share one.
+    BundleName(ObjKey, String),
 }
 
 /// The index's end: sending never blocks the controller.
@@ -32,12 +35,29 @@ impl Feed {
     pub fn enforce(&self, policy: &ObjKey, on: bool) {
         let _ = self.0.send(Change::Enforce(policy.clone(), on));
     }
+    pub fn bundle_name(&self, agent: &ObjKey, name: &str) {
+        let _ = self
+            .0
+            .send(Change::BundleName(agent.clone(), name.to_string()));
+    }
 }
 
 pub struct State {
     pub engine: Engine,
     /// Policies with `admission: Enforce`.
     pub enforced: BTreeSet<ObjKey>,
+    /// Each Agent's bundle ConfigMap name.
+    pub bundle_names: BTreeMap<ObjKey, String>,
+}
+
+impl State {
+    pub fn new(engine: Engine) -> State {
+        State {
+            engine,
+            enforced: BTreeSet::new(),
+            bundle_names: BTreeMap::new(),
+        }
+    }
 }
 
 /// The readers' end.
@@ -58,10 +78,7 @@ impl Mirror {
 pub fn spawn(config: EngineConfig, ready: Arc<AtomicBool>) -> (Feed, Mirror) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mirror = Mirror {
-        state: Arc::new(Mutex::new(State {
-            engine: Engine::new(config),
-            enforced: BTreeSet::new(),
-        })),
+        state: Arc::new(Mutex::new(State::new(Engine::new(config)))),
         ready,
     };
     let state = mirror.state.clone();
@@ -89,8 +106,14 @@ pub fn apply(s: &mut State, c: Change) {
             s.engine.apply(*o);
         }
         Change::Delete(kind, key) => {
-            if kind == Kind::Policy {
-                s.enforced.remove(&key);
+            match kind {
+                Kind::Policy => {
+                    s.enforced.remove(&key);
+                }
+                Kind::Agent => {
+                    s.bundle_names.remove(&key);
+                }
+                Kind::MCPServer | Kind::Grant => {}
             }
             s.engine.delete(kind, &key);
         }
@@ -99,6 +122,9 @@ pub fn apply(s: &mut State, c: Change) {
         }
         Change::Enforce(key, false) => {
             s.enforced.remove(&key);
+        }
+        Change::BundleName(agent, name) => {
+            s.bundle_names.insert(agent, name);
         }
     }
 }

@@ -4,6 +4,7 @@
 //! outage of mcpgov never blocks the cluster.
 
 pub mod cert;
+pub mod clash;
 pub mod consequences;
 pub mod deny;
 pub mod drift;
@@ -43,9 +44,13 @@ pub struct Config {
 const CONSEQUENCE_BUDGET: Duration = Duration::from_millis(1000);
 /// Reviews computing consequences at once; others wait within the budget.
 const CONCURRENT_WHAT_IFS: usize = 2;
+/// The longest a review waits to read an Agent's bundle ConfigMap.
+const CONFIG_MAP_BUDGET: Duration = Duration::from_millis(500);
 
 #[derive(Clone)]
 struct Ctx {
+    /// For the one read a review makes: an Agent's bundle ConfigMap (none in tests).
+    client: Option<kube::Client>,
     governance_namespace: Arc<str>,
     mirror: Option<mirror::Mirror>,
     what_ifs: Arc<tokio::sync::Semaphore>,
@@ -64,7 +69,7 @@ pub async fn run(
         &material.key_pem,
     )?));
     tokio::spawn(refresh(
-        client,
+        client.clone(),
         config.cert.clone(),
         material,
         current.clone(),
@@ -74,6 +79,7 @@ pub async fn run(
         .map_err(|e| format!("admission listener on {}: {e}", config.listen))?;
     tracing::info!(addr = %config.listen, path = PATH, "serving the admission webhook");
     let ctx = Ctx {
+        client: Some(client.clone()),
         governance_namespace: governance_namespace.into(),
         mirror,
         what_ifs: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_WHAT_IFS)),
@@ -132,8 +138,8 @@ async fn validate(State(ctx): State<Ctx>, body: Bytes) -> Response {
     let now = jiff::Timestamp::now();
     match review(&ctx, &body, now) {
         Ok((mut out, candidate)) => {
-            if let Some((object, namespace)) = candidate {
-                consider(&ctx, &mut out.response, object, namespace, now).await;
+            if let Some(c) = candidate {
+                consider(&ctx, &mut out.response, c, now).await;
             }
             (
                 [(header::CONTENT_TYPE, "application/json")],
@@ -148,13 +154,28 @@ async fn validate(State(ctx): State<Ctx>, body: Bytes) -> Response {
 /// Add the consequences of an admitted object: warnings, or a refusal for a new
 /// violation of a Policy with `admission: Enforce`. Fails open with a warning when the
 /// mirror is not ready or the budget runs out.
-async fn consider(
-    ctx: &Ctx,
-    response: &mut review::Response,
-    object: mcpgov_engine::Object,
-    namespace: String,
-    now: jiff::Timestamp,
-) {
+async fn consider(ctx: &Ctx, response: &mut review::Response, c: Candidate, now: jiff::Timestamp) {
+    let Candidate {
+        object,
+        namespace,
+        bundle,
+    } = c;
+    let agent = object.key().clone();
+    if let (Some(name), Some(client)) = (&bundle, &ctx.client) {
+        // One read, bounded; on any failure the clash is left to the Agent's status.
+        let read = clash::foreign_config_map(client, &agent.namespace, name);
+        match tokio::time::timeout(CONFIG_MAP_BUDGET, read).await {
+            Ok(Ok(true)) => {
+                let problem = format!("Agent {agent}: {}", clash::foreign_message(name));
+                return deny_with(response, vec![problem]);
+            }
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot read a bundle ConfigMap for admission")
+            }
+            Err(_) => tracing::warn!("reading a bundle ConfigMap for admission timed out"),
+        }
+    }
     let Some(m) = ctx.mirror.clone() else {
         return;
     };
@@ -169,13 +190,21 @@ async fn consider(
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let mut s = m.state.lock().unwrap_or_else(|e| e.into_inner());
-            consequences::compute(&mut s, object, &namespace, now)
+            let clash = bundle.as_deref().and_then(|name| {
+                clash::other_agent(&s.bundle_names, &agent, name)
+                    .map(|other| format!("Agent {agent}: {}", clash::shared_message(name, other)))
+            });
+            match clash {
+                Some(problem) => Err(problem),
+                None => Ok(consequences::compute(&mut s, object, &namespace, now)),
+            }
         })
         .await
         .ok()
     };
     match tokio::time::timeout(CONSEQUENCE_BUDGET, work).await {
-        Ok(Some(c)) => {
+        Ok(Some(Err(problem))) => deny_with(response, vec![problem]),
+        Ok(Some(Ok(c))) => {
             response.warnings.extend(c.warnings);
             if !c.refusals.is_empty() {
                 response.allowed = false;
@@ -194,11 +223,31 @@ async fn consider(
 }
 
 /// An object admitted by Deny, whose consequences are still to be weighed.
-type Candidate = Option<(mcpgov_engine::Object, String)>;
+struct Candidate {
+    object: mcpgov_engine::Object,
+    /// The request's namespace.
+    namespace: String,
+    /// An Agent's bundle ConfigMap name.
+    bundle: Option<String>,
+}
+
+/// Deny after the fact, as Deny itself answers (422, the same message form).
+fn deny_with(response: &mut review::Response, problems: Vec<String>) {
+    response.allowed = false;
+    response.status = Some(review::Status {
+        code: 422,
+        reason: "Invalid",
+        message: deny::message(&problems),
+    });
+}
 
 /// One review; `Err` when the body is no AdmissionReview v1 request (answered 400, and
 /// the API server applies the failure policy).
-fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<(ReviewOut, Candidate), String> {
+fn review(
+    ctx: &Ctx,
+    body: &[u8],
+    now: jiff::Timestamp,
+) -> Result<(ReviewOut, Option<Candidate>), String> {
     let input: ReviewIn =
         serde_json::from_slice(body).map_err(|e| format!("not an AdmissionReview: {e}"))?;
     if input.api_version != review::API_VERSION || input.kind != review::KIND {
@@ -232,7 +281,14 @@ fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<(ReviewOut, Ca
         let response = review::Response::deny(uid, deny::message(&problems), Vec::new());
         return Ok((response.into_review(), None));
     }
-    let candidate = (objects.len() == 1).then(|| (objects.remove(0), namespace.to_string()));
+    let candidate = (objects.len() == 1).then(|| {
+        let read = objects.remove(0);
+        Candidate {
+            object: read.object,
+            namespace: namespace.to_string(),
+            bundle: read.bundle,
+        }
+    });
     Ok((
         review::Response::allow(uid, Vec::new()).into_review(),
         candidate,

@@ -3,6 +3,7 @@ use serde_json::{Value, json};
 
 fn ctx() -> Ctx {
     Ctx {
+        client: None,
         governance_namespace: "mcpgov-system".into(),
         mirror: None,
         what_ifs: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -253,10 +254,7 @@ spec: {agent: ci-bot, tools: ["git::git_show"]}
     }
 
     fn state(enforce: bool) -> State {
-        let mut s = State {
-            engine: Engine::new(Default::default()),
-            enforced: Default::default(),
-        };
+        let mut s = State::new(Engine::new(Default::default()));
         for o in objects(ESTATE) {
             apply(&mut s, Change::Apply(Box::new(o)));
         }
@@ -424,10 +422,7 @@ spec: {{agent: web-bot, tools: ["ci/git::git_log"]}}
     }
 
     fn state() -> State {
-        let mut s = State {
-            engine: Engine::new(Default::default()),
-            enforced: Default::default(),
-        };
+        let mut s = State::new(Engine::new(Default::default()));
         for o in objects(&estate(SHARED)) {
             apply(&mut s, Change::Apply(Box::new(o)));
         }
@@ -565,5 +560,125 @@ spec: {{agent: web-bot, tools: ["ci/git::git_log"]}}
         apply(&mut s, Change::Apply(Box::new(uncrawled)));
         let c = compute(&mut s, grant(r#""fresh::anything""#), "ci", now());
         assert!(c.warnings.is_empty(), "{c:?}");
+    }
+}
+
+mod bundle_name_clash {
+    use super::super::mirror::{Change, Mirror, State, apply};
+    use super::*;
+    use mcpgov_engine::{Engine, ObjKey};
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+
+    fn agent(name: &str, config_map: Option<&str>) -> Value {
+        let spec = match config_map {
+            Some(c) => json!({"bundle": {"configMapName": c}}),
+            None => json!({}),
+        };
+        json!({
+            "apiVersion": "mcpgov.io/v1alpha1",
+            "kind": "Agent",
+            "metadata": {"name": name, "namespace": "ci"},
+            "spec": spec,
+        })
+    }
+
+    /// A ready mirror holding Agent ci/first with its bundle in ConfigMap `shared`.
+    fn ctx_with_first() -> Ctx {
+        let mut s = State::new(Engine::new(Default::default()));
+        let first = ObjKey::new("ci", "first");
+        apply(
+            &mut s,
+            Change::Apply(Box::new(mcpgov_engine::Object::Agent(
+                mcpgov_engine::Agent {
+                    key: first.clone(),
+                    profile: Default::default(),
+                    description: None,
+                },
+            ))),
+        );
+        apply(&mut s, Change::BundleName(first, "shared".into()));
+        Ctx {
+            mirror: Some(Mirror {
+                state: Arc::new(Mutex::new(s)),
+                ready: Arc::new(AtomicBool::new(true)),
+            }),
+            ..ctx()
+        }
+    }
+
+    async fn answer_with(ctx: &Ctx, object: Value) -> review::Response {
+        let body = review_of("Agent", "mcpgov.io", "CREATE", object);
+        let (mut out, candidate) = review(ctx, &body, now()).unwrap();
+        if let Some(c) = candidate {
+            consider(ctx, &mut out.response, c, now()).await;
+        }
+        out.response
+    }
+
+    #[tokio::test]
+    async fn another_agents_bundle_name_is_denied_with_the_checks_words() {
+        let ctx = ctx_with_first();
+        let r = answer_with(&ctx, agent("second", Some("shared"))).await;
+        assert!(!r.allowed);
+        let status = r.status.expect("a denial says why");
+        assert_eq!(status.code, 422);
+        assert_eq!(
+            status.message,
+            format!(
+                "mcpgov: Agent ci/second: {}",
+                clash::shared_message("shared", &ObjKey::new("ci", "first"))
+            )
+        );
+        // The same Agent updated keeps its own name; another name passes.
+        assert!(
+            answer_with(&ctx, agent("first", Some("shared")))
+                .await
+                .allowed
+        );
+        assert!(answer_with(&ctx, agent("second", None)).await.allowed);
+    }
+
+    #[tokio::test]
+    async fn a_default_name_clashes_as_a_set_one_does() {
+        let ctx = ctx_with_first();
+        // Agent `shared` would default to `shared-mcpgov-bundle`; make first hold it.
+        {
+            let m = ctx.mirror.as_ref().unwrap();
+            let mut s = m.state.lock().unwrap();
+            apply(
+                &mut s,
+                Change::BundleName(ObjKey::new("ci", "first"), "x-mcpgov-bundle".into()),
+            );
+        }
+        let r = answer_with(&ctx, agent("x", None)).await;
+        assert!(!r.allowed, "{r:?}");
+        // A deleted Agent frees its name.
+        {
+            let m = ctx.mirror.as_ref().unwrap();
+            let mut s = m.state.lock().unwrap();
+            apply(
+                &mut s,
+                Change::Delete(mcpgov_engine::Kind::Agent, ObjKey::new("ci", "first")),
+            );
+        }
+        assert!(answer_with(&ctx, agent("x", None)).await.allowed);
+    }
+
+    #[test]
+    fn among_pairs_each_clashing_agent_with_another_never_across_namespaces() {
+        let names = std::collections::BTreeMap::from([
+            (ObjKey::new("ci", "a"), "n".to_string()),
+            (ObjKey::new("ci", "b"), "n".to_string()),
+            (ObjKey::new("ci", "c"), "m".to_string()),
+            (ObjKey::new("web", "a"), "n".to_string()),
+        ]);
+        let got: Vec<String> = clash::among(&names)
+            .into_iter()
+            .map(|(a, m)| format!("{a}: {m}"))
+            .collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("ci/a: ") && got[0].contains("Agent ci/b"));
+        assert!(got[1].starts_with("ci/b: ") && got[1].contains("Agent ci/a"));
     }
 }

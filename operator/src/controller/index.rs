@@ -487,9 +487,14 @@ impl Index {
         match kind {
             Watched::MCPServer => store!(servers, MCPServer, |me: &Self, s: &MCPServer| me
                 .server_object(&key, s)),
-            Watched::Agent => store!(agents, Agent, |_: &Self, a: &Agent| {
-                mcpgov_engine::Object::Agent(a.to_engine(""))
-            }),
+            Watched::Agent => {
+                store!(agents, Agent, |_: &Self, a: &Agent| {
+                    mcpgov_engine::Object::Agent(a.to_engine(""))
+                });
+                if let (Some(f), Some(a)) = (&self.feed, self.agents.get(&key)) {
+                    f.bundle_name(&key, &super::bundles::config_map_name(a));
+                }
+            }
             Watched::Policy => {
                 store!(policies, Policy, |_: &Self, p: &Policy| {
                     mcpgov_engine::Object::Policy(p.to_engine(""))
