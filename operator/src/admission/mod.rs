@@ -64,6 +64,11 @@ pub async fn run(
     mirror: Option<mirror::Mirror>,
 ) -> Result<(), String> {
     let material = cert::provision(&client, &config.cert).await?;
+    if let Some(name) = &config.cert.webhook_config {
+        // Trust before serving (a renewal this replica just made); failures are said
+        // by the refresh loop, which tries again.
+        let _ = cert::sync_ca_bundle(&client, name, &material.ca_bundle()).await;
+    }
     let current: tls::Current = Arc::new(RwLock::new(tls::server_config(
         &material.cert_pem,
         &material.key_pem,
@@ -97,22 +102,29 @@ async fn refresh(
     current: tls::Current,
 ) {
     let mut said_missing = false;
-    loop {
-        if let Some(name) = &cfg.webhook_config {
-            match cert::sync_ca_bundle(&client, name, &serving.ca_pem).await {
-                Ok(true) => said_missing = false,
-                Ok(false) if !said_missing => {
-                    said_missing = true;
-                    tracing::warn!(configuration = %name, "no ValidatingWebhookConfiguration of this name yet; its caBundle is set once it exists");
-                }
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot set the admission caBundle"),
+    let mut sync = async |client: &kube::Client, bundle: &str| {
+        let Some(name) = &cfg.webhook_config else {
+            return;
+        };
+        match cert::sync_ca_bundle(client, name, bundle).await {
+            Ok(true) => said_missing = false,
+            Ok(false) if !said_missing => {
+                said_missing = true;
+                tracing::warn!(configuration = %name, "no ValidatingWebhookConfiguration of this name yet; its caBundle is set once it exists");
             }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot set the admission caBundle"),
         }
+    };
+    loop {
+        sync(&client, &serving.ca_bundle()).await;
         tokio::time::sleep(REFRESH).await;
         match cert::provision(&client, &cfg).await {
             Ok(m) if m != serving => match tls::server_config(&m.cert_pem, &m.key_pem) {
                 Ok(c) => {
+                    // The bundle first, trusting old and new: then no replica's
+                    // certificate, swapped or not yet, is refused in between.
+                    sync(&client, &m.ca_bundle()).await;
                     *current.write().expect("not poisoned") = c;
                     serving = m;
                     tracing::info!("serving a new admission certificate");

@@ -682,3 +682,107 @@ mod bundle_name_clash {
         assert!(got[1].starts_with("ci/b: ") && got[1].contains("Agent ci/a"));
     }
 }
+
+mod renewal {
+    use super::*;
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::client::danger::ServerCertVerifier;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+
+    fn cfg() -> cert::CertConfig {
+        cert::CertConfig {
+            namespace: "mcpgov-system".into(),
+            secret: "mcpgov-admission-tls".into(),
+            hosts: vec!["127.0.0.1".into()],
+            webhook_config: None,
+        }
+    }
+
+    fn days(n: i64) -> jiff::SignedDuration {
+        jiff::SignedDuration::from_hours(24 * n)
+    }
+
+    /// Whether a client trusting `bundle` (as the API server does) accepts `leaf_pem`.
+    fn trusted(bundle: &str, leaf_pem: &str) -> bool {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(bundle.as_bytes()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier =
+            rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .unwrap();
+        let leaf = CertificateDer::from_pem_slice(leaf_pem.as_bytes()).unwrap();
+        verifier
+            .verify_server_cert(
+                &leaf,
+                &[],
+                &ServerName::try_from("127.0.0.1").unwrap(),
+                &[],
+                UnixTime::now(),
+            )
+            .is_ok()
+    }
+
+    #[test]
+    fn a_renewal_keeps_the_old_ca_in_the_bundle_so_neither_certificate_is_refused() {
+        let now = jiff::Timestamp::now();
+        // Made 340 days ago: valid 25 more days, due for renewal (30 days before).
+        let made = now.checked_sub(days(340)).unwrap();
+        let old = cert::generate(&cfg().hosts, made).unwrap();
+        let old_secret = cert::secret_of(&cfg(), &old, made);
+        assert!(
+            cert::usable(&old_secret, &cfg().hosts, now).is_none(),
+            "due"
+        );
+        let new = cert::renew(Some(&old_secret), &cfg().hosts, now).unwrap();
+        assert_ne!(new.ca_pem, old.ca_pem);
+        let bundle = new.ca_bundle();
+        // During the overlap the API server trusts both the replicas that swapped and
+        // those still serving the old certificate.
+        assert!(trusted(&bundle, &new.cert_pem));
+        assert!(trusted(&bundle, &old.cert_pem));
+        // In one step (the new CA alone) the old certificate would be refused.
+        assert!(!trusted(&new.ca_pem, &old.cert_pem));
+        // The new Secret carries the old CA to every replica, as read back.
+        let written = cert::secret_of(&cfg(), &new, now);
+        let read = cert::usable(&written, &cfg().hosts, now).expect("fresh, usable");
+        assert_eq!(read, new);
+        assert_eq!(read.ca_bundle(), bundle);
+    }
+
+    #[test]
+    fn the_old_ca_leaves_the_bundle_once_its_certificates_have_ended() {
+        let now = jiff::Timestamp::now();
+        let made = now.checked_sub(days(340)).unwrap();
+        let old = cert::generate(&cfg().hosts, made).unwrap();
+        let new = cert::renew(
+            Some(&cert::secret_of(&cfg(), &old, made)),
+            &cfg().hosts,
+            now,
+        )
+        .unwrap();
+        let written = cert::secret_of(&cfg(), &new, now);
+        let later = now.checked_add(days(40)).unwrap();
+        let read = cert::usable(&written, &cfg().hosts, later).unwrap();
+        assert_eq!(read.previous, None);
+        assert_eq!(read.ca_bundle(), new.ca_pem);
+    }
+
+    #[test]
+    fn a_first_certificate_or_an_expired_one_has_no_previous_ca() {
+        let now = jiff::Timestamp::now();
+        assert_eq!(cert::renew(None, &cfg().hosts, now).unwrap().previous, None);
+        let made = now.checked_sub(days(400)).unwrap();
+        let dead = cert::generate(&cfg().hosts, made).unwrap();
+        let secret = cert::secret_of(&cfg(), &dead, made);
+        assert_eq!(
+            cert::renew(Some(&secret), &cfg().hosts, now)
+                .unwrap()
+                .previous,
+            None
+        );
+    }
+}
