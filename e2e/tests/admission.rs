@@ -22,6 +22,10 @@ fn configuration(name: &str, ns: &str, port: u16) -> ValidatingWebhookConfigurat
                 "apiGroups": ["mcpgov.io"], "apiVersions": ["v1alpha1"],
                 "operations": ["CREATE", "UPDATE"],
                 "resources": ["grants", "agents", "policies", "mcpservers"],
+            }, {
+                "apiGroups": ["mcpgov.io"], "apiVersions": ["v1alpha1"],
+                "operations": ["DELETE"],
+                "resources": ["mcpservers"],
             }],
             // Only this test's namespace: other tests run beside it.
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
@@ -311,6 +315,29 @@ async fn kubectl_apply_meets_the_webhook_over_tls_and_passes_when_it_is_down() {
     assert!(
         warned.contains(&format!(
             "Warning: mcpgov: Grant {ns}/ci-bot-nosuch names \"nosuch::x\": {ns}/nosuch::x is not served"
+        )),
+        "{warned}"
+    );
+
+    // Deleting a server is weighed (never refused): the Grants it leaves drifting.
+    let out = Command::new("kubectl")
+        .args([
+            "delete",
+            "-n",
+            &ns,
+            "mcpservers.mcpgov.io",
+            "git",
+            "--dry-run=server",
+        ])
+        .output()
+        .unwrap();
+    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl delete (a granted server): {warned}");
+    assert!(out.status.success(), "{warned}");
+    assert!(
+        warned.contains(&format!(
+            "Warning: mcpgov: deleting MCPServer {ns}/git: its tools are granted by 2 Grant(s) \
+             that would drift: {ns}/ci-bot-git ({ns}/git::git_show is not served)"
         )),
         "{warned}"
     );

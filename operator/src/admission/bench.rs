@@ -69,7 +69,10 @@ fn admission_review_latency_on_the_large_estate() {
         let (out, candidate) = review(&ctx, &body, now).unwrap();
         assert!(out.response.allowed, "{:?}", out.response.status);
         let c = candidate.expect("an admitted Grant is weighed");
-        let c = compute(&mut state, c.object, &c.namespace, now);
+        let Weigh::Apply(object) = c.change else {
+            panic!("a Grant is applied")
+        };
+        let c = compute(&mut state, object, &c.namespace, now);
         times.push(t.elapsed());
         warned += usize::from(!c.warnings.is_empty());
         warnings += c.warnings.len();

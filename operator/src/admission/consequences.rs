@@ -130,6 +130,41 @@ pub fn compute(
     out
 }
 
+/// What deleting the MCPServer `key` would take from Grants, seen from `namespace`:
+/// a drift warning at most (a DELETE is never refused).
+pub fn compute_delete(
+    s: &mut State,
+    key: &ObjKey,
+    namespace: &str,
+    now: jiff::Timestamp,
+) -> Consequences {
+    let mut out = Consequences::default();
+    let Some(old) = current(s, Kind::MCPServer, key) else {
+        return out;
+    };
+    let described = format!("{} {key}", Kind::MCPServer);
+    let impact = s.engine.delete(Kind::MCPServer, key);
+    if impact.agents.len() > MAX_AGENTS {
+        restore(s, Kind::MCPServer, key, Some(old));
+        out.warnings.push(format!(
+            "mcpgov: deleting {described} can move {} agents, more than the {MAX_AGENTS} a \
+             review evaluates: the Grants it leaves drifting were not computed",
+            impact.agents.len()
+        ));
+        return out;
+    }
+    let after = drift::broken(s, &impact.agents, now);
+    restore(s, Kind::MCPServer, key, Some(old));
+    let before = drift::broken(s, &impact.agents, now);
+    out.warnings.extend(drift::server_warning(
+        &format!("deleting {described}"),
+        &before,
+        &after,
+        namespace,
+    ));
+    out
+}
+
 fn restore(s: &mut State, kind: Kind, key: &ObjKey, old: Option<Object>) {
     match old {
         Some(o) => s.engine.apply(o),

@@ -49,6 +49,18 @@ fn contract_why(tool: &str, c: ContractState) -> String {
     }
 }
 
+/// A tool of a server that exists and has not been crawled: not known to be missing,
+/// so neither broken nor usable (a server deleted before its first crawl then takes it
+/// away).
+fn uncrawled(s: &State, r: &Resolution) -> bool {
+    let Resolution::Drifted { tool } = r else {
+        return false;
+    };
+    s.engine
+        .server(&ObjKey::new(&tool.namespace, &tool.server))
+        .is_some_and(|s| s.catalog.is_none())
+}
+
 /// Every broken reference of the Grants of `agents`, as the mirror stands.
 pub fn broken(s: &State, agents: &BTreeSet<ObjKey>, now: jiff::Timestamp) -> BTreeSet<Broken> {
     let ev = s.engine.evaluator(now);
@@ -58,6 +70,9 @@ pub fn broken(s: &State, agents: &BTreeSet<ObjKey>, now: jiff::Timestamp) -> BTr
             continue;
         };
         for r in &eval.refs {
+            if uncrawled(s, &r.resolution) {
+                continue;
+            }
             if let Some(w) = why(&r.selector, &r.resolution) {
                 out.insert((r.grant.clone(), w));
             }

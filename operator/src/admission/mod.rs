@@ -168,11 +168,14 @@ async fn validate(State(ctx): State<Ctx>, body: Bytes) -> Response {
 /// mirror is not ready or the budget runs out.
 async fn consider(ctx: &Ctx, response: &mut review::Response, c: Candidate, now: jiff::Timestamp) {
     let Candidate {
-        object,
+        change,
         namespace,
         bundle,
     } = c;
-    let agent = object.key().clone();
+    let agent = match &change {
+        Weigh::Apply(o) => o.key().clone(),
+        Weigh::DeleteServer(k) => k.clone(),
+    };
     if let (Some(name), Some(client)) = (&bundle, &ctx.client) {
         // One read, bounded; on any failure the clash is left to the Agent's status.
         let read = clash::foreign_config_map(client, &agent.namespace, name);
@@ -206,9 +209,12 @@ async fn consider(ctx: &Ctx, response: &mut review::Response, c: Candidate, now:
                 clash::other_agent(&s.bundle_names, &agent, name)
                     .map(|other| format!("Agent {agent}: {}", clash::shared_message(name, other)))
             });
-            match clash {
-                Some(problem) => Err(problem),
-                None => Ok(consequences::compute(&mut s, object, &namespace, now)),
+            match (clash, change) {
+                (Some(problem), _) => Err(problem),
+                (None, Weigh::Apply(o)) => Ok(consequences::compute(&mut s, o, &namespace, now)),
+                (None, Weigh::DeleteServer(k)) => {
+                    Ok(consequences::compute_delete(&mut s, &k, &namespace, now))
+                }
             }
         })
         .await
@@ -234,9 +240,17 @@ async fn consider(ctx: &Ctx, response: &mut review::Response, c: Candidate, now:
     }
 }
 
-/// An object admitted by Deny, whose consequences are still to be weighed.
+/// What a review asks the mirror about.
+enum Weigh {
+    /// An object admitted by Deny, as it would be stored.
+    Apply(mcpgov_engine::Object),
+    /// An MCPServer being deleted: the Grants it leaves drifting.
+    DeleteServer(mcpgov_engine::ObjKey),
+}
+
+/// A change admitted so far, whose consequences are still to be weighed.
 struct Candidate {
-    object: mcpgov_engine::Object,
+    change: Weigh,
     /// The request's namespace.
     namespace: String,
     /// An Agent's bundle ConfigMap name.
@@ -281,12 +295,25 @@ fn review(
             None,
         ));
     }
+    let namespace = req.namespace.as_deref().unwrap_or("default");
     let object = match (req.operation.as_str(), req.object) {
         ("CREATE" | "UPDATE", Some(o)) => o,
+        // Never refused; a server's deletion is weighed for the Grants it leaves drifting.
+        ("DELETE", _) if gvk.kind == "MCPServer" && req.name.is_some() => {
+            let key = mcpgov_engine::ObjKey::new(namespace, req.name.as_deref().unwrap_or(""));
+            let candidate = Candidate {
+                change: Weigh::DeleteServer(key),
+                namespace: namespace.to_string(),
+                bundle: None,
+            };
+            return Ok((
+                review::Response::allow(uid, Vec::new()).into_review(),
+                Some(candidate),
+            ));
+        }
         // DELETE and CONNECT carry no new object: nothing of the object to deny.
         _ => return Ok((review::Response::allow(uid, Vec::new()).into_review(), None)),
     };
-    let namespace = req.namespace.as_deref().unwrap_or("default");
     let (problems, mut objects) =
         deny::problems(&object, namespace, &ctx.governance_namespace, now);
     if !problems.is_empty() {
@@ -296,7 +323,7 @@ fn review(
     let candidate = (objects.len() == 1).then(|| {
         let read = objects.remove(0);
         Candidate {
-            object: read.object,
+            change: Weigh::Apply(read.object),
             namespace: namespace.to_string(),
             bundle: read.bundle,
         }

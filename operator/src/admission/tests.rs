@@ -171,6 +171,17 @@ fn a_delete_is_allowed() {
 }
 
 #[test]
+fn only_a_servers_delete_is_weighed_and_none_is_refused() {
+    let body = review_of("MCPServer", "mcpgov.io", "DELETE", Value::Null);
+    let (out, candidate) = review(&ctx(), &body, now()).unwrap();
+    assert!(out.response.allowed);
+    let c = candidate.expect("a server's deletion is weighed");
+    assert!(matches!(c.change, Weigh::DeleteServer(ref k) if k.to_string() == "ci/g"));
+    let body = review_of("Policy", "mcpgov.io", "DELETE", Value::Null);
+    assert!(review(&ctx(), &body, now()).unwrap().1.is_none());
+}
+
+#[test]
 fn garbage_and_other_envelopes_are_refused_not_crashed_on() {
     for body in [
         &b"not json"[..],
@@ -548,6 +559,53 @@ spec: {{agent: web-bot, tools: ["ci/git::git_log"]}}
             "{w:?}"
         );
         assert_eq!(findings(&s), before);
+    }
+
+    #[test]
+    fn deleting_a_server_names_the_own_grants_it_leaves_drifting_and_counts_the_rest() {
+        use super::super::consequences::compute_delete;
+        let mut s = state();
+        let before = findings(&s);
+        let git = mcpgov_engine::ObjKey::new("ci", "git");
+        let c = compute_delete(&mut s, &git, "ci", now());
+        assert!(c.refusals.is_empty(), "{c:?}");
+        assert_eq!(c.warnings.len(), 1, "{c:?}");
+        let w = &c.warnings[0];
+        assert!(
+            w.starts_with("mcpgov: deleting MCPServer ci/git: its tools are granted by 2 Grant(s) that would drift: ci/ci-bot-git (ci/git::git_show is not served)"),
+            "{w}"
+        );
+        assert!(
+            w.contains("1 in other namespaces") && !w.contains("web"),
+            "{w}"
+        );
+        assert_eq!(findings(&s), before, "the mirror is put back");
+        // No such server: nothing to say.
+        let c = compute_delete(
+            &mut s,
+            &mcpgov_engine::ObjKey::new("ci", "nope"),
+            "ci",
+            now(),
+        );
+        assert_eq!(c, Default::default());
+    }
+
+    #[test]
+    fn deleting_a_server_before_its_first_crawl_still_takes_its_tools_away() {
+        use super::super::consequences::compute_delete;
+        let mut s = state();
+        for o in objects(
+            "apiVersion: mcpgov.io/v1alpha1\nkind: MCPServer\nmetadata: {name: fresh, namespace: ci}\nspec:\n  endpoint: {url: \"http://fresh.ci.svc/mcp\"}\n---\napiVersion: mcpgov.io/v1alpha1\nkind: Grant\nmetadata: {name: g3, namespace: ci}\nspec: {agent: ci-bot, tools: [\"fresh::anything\"]}\n",
+        ) {
+            apply(&mut s, Change::Apply(Box::new(o)));
+        }
+        let fresh = mcpgov_engine::ObjKey::new("ci", "fresh");
+        let c = compute_delete(&mut s, &fresh, "ci", now());
+        assert_eq!(c.warnings.len(), 1, "{c:?}");
+        assert!(
+            c.warnings[0].contains("ci/g3 (ci/fresh::anything is not served)"),
+            "{c:?}"
+        );
     }
 
     #[test]
