@@ -178,11 +178,20 @@ pub fn at_birth(s: &State, key: &ObjKey) -> Vec<String> {
                 }
                 why(raw, &r)
             }
+            // Only a pinned server's approvals, looked up directly: a tool's whole reach
+            // would cost a glob's every match its paths.
             Resolution::Resolved { tools } => tools.iter().find_map(|t| {
-                s.engine
-                    .reach(t)
-                    .contract
-                    .map(|c| contract_why(&t.to_string(), c))
+                let server = s.engine.server(&ObjKey::new(&t.namespace, &t.server))?;
+                let crawled = server
+                    .catalog
+                    .as_ref()?
+                    .tools
+                    .iter()
+                    .find(|c| c.name == t.name)?
+                    .contract_digest
+                    .as_deref();
+                let c = server.contracts.check(&t.name, crawled)?;
+                Some(contract_why(&t.to_string(), c))
             }),
             _ => why(raw, &r),
         };
