@@ -22,6 +22,10 @@ fn configuration(name: &str, ns: &str, port: u16) -> ValidatingWebhookConfigurat
                 "apiGroups": ["mcpgov.io"], "apiVersions": ["v1alpha1"],
                 "operations": ["CREATE", "UPDATE"],
                 "resources": ["grants", "agents", "policies", "mcpservers"],
+            }, {
+                "apiGroups": ["mcpgov.io"], "apiVersions": ["v1alpha1"],
+                "operations": ["DELETE"],
+                "resources": ["mcpservers"],
             }],
             // Only this test's namespace: other tests run beside it.
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
@@ -140,6 +144,27 @@ spec:
   expectedExceptions:
     - {policy: secrets-deny, reason: "release notes read the tree"}
 "#;
+
+const DRIFTING: &str = r#"
+apiVersion: mcpgov.io/v1alpha1
+kind: Grant
+metadata: {name: ci-bot-nosuch}
+spec: {agent: ci-bot, tools: ["nosuch::x"]}
+"#;
+
+/// A ConfigMap of the namespace's own, not mcpgov's.
+const FOREIGN_CONFIG_MAP: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: app-settings}
+data: {k: v}
+"#;
+
+fn agent_with_bundle(name: &str, config_map: &str) -> String {
+    format!(
+        "apiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {{name: {name}}}\nspec: {{bundle: {{configMapName: {config_map}}}}}\n"
+    )
+}
 
 /// Apply until `done` holds on kubectl's output (the mirror follows the watch a few
 /// milliseconds behind); the last output.
@@ -280,6 +305,78 @@ async fn kubectl_apply_meets_the_webhook_over_tls_and_passes_when_it_is_down() {
         out.status.success(),
         "accepted once excused: {}",
         String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Drift at birth: a Grant naming a tool no server serves is admitted with a warning.
+    let out = kubectl_apply(&ns, DRIFTING, &["--dry-run=server"]);
+    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl apply (Grant naming no served tool): {warned}");
+    assert!(out.status.success(), "{warned}");
+    assert!(
+        warned.contains(&format!(
+            "Warning: mcpgov: Grant {ns}/ci-bot-nosuch names \"nosuch::x\": {ns}/nosuch::x is not served"
+        )),
+        "{warned}"
+    );
+
+    // Deleting a server is weighed (never refused): the Grants it leaves drifting.
+    let out = Command::new("kubectl")
+        .args([
+            "delete",
+            "-n",
+            &ns,
+            "mcpservers.mcpgov.io",
+            "git",
+            "--dry-run=server",
+        ])
+        .output()
+        .unwrap();
+    let warned = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl delete (a granted server): {warned}");
+    assert!(out.status.success(), "{warned}");
+    assert!(
+        warned.contains(&format!(
+            "Warning: mcpgov: deleting MCPServer {ns}/git: its tools are granted by 2 Grant(s) \
+             that would drift: {ns}/ci-bot-git ({ns}/git::git_show is not served)"
+        )),
+        "{warned}"
+    );
+
+    // A bundle ConfigMap name that clashes is denied: a ConfigMap mcpgov did not make,
+    // then another Agent's bundle (once the mirror has the first Agent).
+    let out = kubectl_apply(&ns, FOREIGN_CONFIG_MAP, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = kubectl_apply(&ns, &agent_with_bundle("app-bot", "app-settings"), &[]);
+    let refused = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl apply (Agent onto a foreign ConfigMap): {refused}");
+    assert!(!out.status.success(), "{refused}");
+    assert!(
+        refused.contains(&format!(
+            "Agent {ns}/app-bot: bundle ConfigMap name \"app-settings\" is taken by a ConfigMap \
+             mcpgov did not create"
+        )),
+        "{refused}"
+    );
+    let out = kubectl_apply(&ns, &agent_with_bundle("first-bot", "bots-bundle"), &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let second = agent_with_bundle("second-bot", "bots-bundle");
+    let out = apply_until(&ns, &second, &["--dry-run=server"], |o| !o.status.success()).await;
+    let refused = String::from_utf8_lossy(&out.stderr).into_owned();
+    println!("kubectl apply (Agent onto another Agent's bundle): {refused}");
+    assert!(
+        refused.contains(&format!(
+            "Agent {ns}/second-bot: bundle ConfigMap name \"bots-bundle\" is also the bundle of \
+             Agent {ns}/first-bot"
+        )),
+        "{refused}"
     );
 
     // The operator stops: failurePolicy Ignore lets applies through.

@@ -632,3 +632,48 @@ fn stdin_fails_closed_like_a_file_and_is_named_stdin() {
         assert!(r.stderr.contains("standard input"), "{}", r.stderr);
     }
 }
+
+/// Two Agents of a namespace whose bundles would share a ConfigMap: `check` reports
+/// each with the words the admission webhook denies with, and `--fail-on any` trips.
+#[test]
+fn agents_sharing_a_bundle_configmap_name_are_reported_as_the_webhook_denies() {
+    let d = tmp("bundle-clash");
+    let f = write(
+        &d,
+        "agents.yaml",
+        "apiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {name: a, namespace: ci}\nspec: {bundle: {configMapName: shared}}\n---\napiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {name: b, namespace: ci}\nspec: {bundle: {configMapName: shared}}\n---\napiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {name: c, namespace: web}\nspec: {bundle: {configMapName: shared}}\n---\napiVersion: mcpgov.io/v1alpha1\nkind: Agent\nmetadata: {name: shared-mcpgov, namespace: ci}\nspec: {}\n",
+    );
+    let path = f.display().to_string();
+    let r = mcpgov(&["check", "-o", "json", "-f", &path], &[]);
+    let out: serde_json::Value = serde_json::from_str(&r.stdout).expect(&r.stderr);
+    let clashes: Vec<(String, String)> = out["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["reason"] == "BundleNameClash")
+        .map(|f| {
+            (
+                f["object"].as_str().unwrap().to_string(),
+                f["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let words = |other: &str| {
+        format!(
+            "bundle ConfigMap name \"shared\" is also the bundle of Agent {other}: choose \
+             another spec.bundle.configMapName"
+        )
+    };
+    // ci/a and ci/b clash; web/c is another namespace, ci/shared-mcpgov another name.
+    assert_eq!(
+        clashes,
+        vec![
+            ("Agent ci/a".to_string(), words("ci/b")),
+            ("Agent ci/b".to_string(), words("ci/a")),
+        ],
+        "{}",
+        r.stdout
+    );
+    let r = mcpgov(&["check", "--fail-on", "any", "-f", &path], &[]);
+    assert_ne!(r.code, Some(0), "{}", r.stdout);
+}

@@ -37,6 +37,8 @@ crate::wire_enum! {
         InvalidTimestamp = "InvalidTimestamp",
         /// A server lists the same tool name twice.
         DuplicateTool = "DuplicateTool",
+        /// Two Agents of a namespace publish their bundle under one ConfigMap name.
+        BundleNameClash = "BundleNameClash",
         /// Reach to a PerCall Deny the gateway decides call by call, by argument.
         GuardedPerCall = "GuardedPerCall",
         /// A dataAccess argument binding that cannot be read (the edge stays static).
@@ -163,7 +165,7 @@ mod tests {
 
     /// The strings the engine wrote before the reason was typed: each variant must still
     /// write exactly one of them (status, Events, reports and goldens carry them).
-    const OLD_LITERALS: [&str; 18] = [
+    const OLD_LITERALS: [&str; 19] = [
         "DenyViolation",
         "PatternBudgetExceeded",
         "AuthorizedButGoverned",
@@ -180,6 +182,7 @@ mod tests {
         "InvalidToolKey",
         "InvalidTimestamp",
         "DuplicateTool",
+        "BundleNameClash",
         "GuardedPerCall",
         "InvalidArgumentBinding",
     ];

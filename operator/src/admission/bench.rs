@@ -23,16 +23,14 @@ fn admission_review_latency_on_the_large_estate() {
             _ => None,
         })
         .collect();
-    let mut state = State {
-        engine: Engine::new(Default::default()),
-        enforced: Default::default(),
-    };
+    let mut state = State::new(Engine::new(Default::default()));
     let t = Instant::now();
     for o in objects {
         apply(&mut state, Change::Apply(Box::new(o)));
     }
     let build = t.elapsed();
     let ctx = Ctx {
+        client: None,
         governance_namespace: "mcpgov-system".into(),
         mirror: None,
         what_ifs: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -70,8 +68,11 @@ fn admission_review_latency_on_the_large_estate() {
         let t = Instant::now();
         let (out, candidate) = review(&ctx, &body, now).unwrap();
         assert!(out.response.allowed, "{:?}", out.response.status);
-        let (object, ns) = candidate.expect("an admitted Grant is weighed");
-        let c = compute(&mut state, object, &ns, now);
+        let c = candidate.expect("an admitted Grant is weighed");
+        let Weigh::Apply(object) = c.change else {
+            panic!("a Grant is applied")
+        };
+        let c = compute(&mut state, object, &c.namespace, now);
         times.push(t.elapsed());
         warned += usize::from(!c.warnings.is_empty());
         warnings += c.warnings.len();

@@ -3,6 +3,12 @@
 //! loses the create race (409) and reads the winner's, so all replicas serve one
 //! certificate under one CA. Each replica then keeps the ValidatingWebhookConfiguration's
 //! `caBundle` equal to that CA (a `helm upgrade` resets it to the template's value).
+//!
+//! Renewal without a gap: the replica that replaces the certificate keeps the CA it
+//! replaces in the Secret (`previous-ca.crt`, until that CA's own end), and the
+//! `caBundle` carries both, the new CA first. Every replica puts the new bundle in
+//! place before it serves the new certificate, so a replica still serving the old one
+//! (for up to a refresh period) is trusted all along (docs/admission.md).
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
@@ -18,6 +24,10 @@ use std::collections::BTreeMap;
 pub const CA_KEY: &str = "ca.crt";
 pub const CERT_KEY: &str = "tls.crt";
 pub const KEY_KEY: &str = "tls.key";
+/// The CA a renewal replaced, kept for the overlap.
+pub const PREVIOUS_CA_KEY: &str = "previous-ca.crt";
+/// When the previous CA's certificates stop being valid (RFC 3339).
+const PREVIOUS_NOT_AFTER_ANNOTATION: &str = "mcpgov.io/admission-previous-not-after";
 /// The names the certificate was made for (comma-separated): a Secret made for other
 /// names is replaced.
 const HOSTS_ANNOTATION: &str = "mcpgov.io/admission-hosts";
@@ -32,6 +42,23 @@ pub struct Material {
     pub ca_pem: String,
     pub cert_pem: String,
     pub key_pem: String,
+    /// The CA this one replaced and its end, while certificates under it may still be
+    /// served by a replica that has not swapped yet.
+    pub previous: Option<(String, jiff::Timestamp)>,
+}
+
+impl Material {
+    /// What the webhook's `caBundle` holds: this CA, then the previous one.
+    pub fn ca_bundle(&self) -> String {
+        let mut b = self.ca_pem.clone();
+        if let Some((prev, _)) = &self.previous {
+            if !b.ends_with('\n') {
+                b.push('\n');
+            }
+            b.push_str(prev);
+        }
+        b
+    }
 }
 
 /// Where the Secret lives and what the certificate names.
@@ -72,6 +99,7 @@ pub fn generate(hosts: &[String], now: jiff::Timestamp) -> Result<Material, Stri
         ca_pem: ca_cert.pem(),
         cert_pem: cert.pem(),
         key_pem: leaf_key.serialize_pem(),
+        previous: None,
     })
 }
 
@@ -102,7 +130,7 @@ fn not_after(now: jiff::Timestamp) -> String {
 }
 
 /// The Secret's material when it is complete, made for `hosts` and not due for renewal.
-fn usable(secret: &Secret, hosts: &[String], now: jiff::Timestamp) -> Option<Material> {
+pub(crate) fn usable(secret: &Secret, hosts: &[String], now: jiff::Timestamp) -> Option<Material> {
     let ann = secret.metadata.annotations.as_ref()?;
     if ann.get(HOSTS_ANNOTATION)? != &hosts.join(",") {
         return None;
@@ -117,15 +145,45 @@ fn usable(secret: &Secret, hosts: &[String], now: jiff::Timestamp) -> Option<Mat
     }
     let data = secret.data.as_ref()?;
     let text = |k: &str| String::from_utf8(data.get(k)?.0.clone()).ok();
+    let previous = text(PREVIOUS_CA_KEY).zip(
+        ann.get(PREVIOUS_NOT_AFTER_ANNOTATION)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok()),
+    );
     Some(Material {
         ca_pem: text(CA_KEY)?,
         cert_pem: text(CERT_KEY)?,
         key_pem: text(KEY_KEY)?,
+        previous: previous.filter(|(_, until)| *until > now),
     })
 }
 
-fn secret_of(cfg: &CertConfig, m: &Material, now: jiff::Timestamp) -> Secret {
-    let data = BTreeMap::from([
+/// The CA of a Secret being replaced, and its end, while certificates under it are
+/// still valid: what the new Secret keeps for the overlap.
+fn outgoing_ca(secret: &Secret, now: jiff::Timestamp) -> Option<(String, jiff::Timestamp)> {
+    let until: jiff::Timestamp = secret
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(NOT_AFTER_ANNOTATION)?
+        .parse()
+        .ok()?;
+    let pem = String::from_utf8(secret.data.as_ref()?.get(CA_KEY)?.0.clone()).ok()?;
+    (until > now && pem.contains("-----BEGIN CERTIFICATE-----")).then_some((pem, until))
+}
+
+/// New material to replace `existing` (none: the first), keeping its CA for the overlap.
+pub fn renew(
+    existing: Option<&Secret>,
+    hosts: &[String],
+    now: jiff::Timestamp,
+) -> Result<Material, String> {
+    let mut fresh = generate(hosts, now)?;
+    fresh.previous = existing.and_then(|s| outgoing_ca(s, now));
+    Ok(fresh)
+}
+
+pub(crate) fn secret_of(cfg: &CertConfig, m: &Material, now: jiff::Timestamp) -> Secret {
+    let mut data = BTreeMap::from([
         (
             CA_KEY.to_string(),
             ByteString(m.ca_pem.clone().into_bytes()),
@@ -139,14 +197,22 @@ fn secret_of(cfg: &CertConfig, m: &Material, now: jiff::Timestamp) -> Secret {
             ByteString(m.key_pem.clone().into_bytes()),
         ),
     ]);
+    let mut annotations = BTreeMap::from([
+        (HOSTS_ANNOTATION.to_string(), cfg.hosts.join(",")),
+        (NOT_AFTER_ANNOTATION.to_string(), not_after(now)),
+    ]);
+    if let Some((pem, until)) = &m.previous {
+        data.insert(
+            PREVIOUS_CA_KEY.to_string(),
+            ByteString(pem.clone().into_bytes()),
+        );
+        annotations.insert(PREVIOUS_NOT_AFTER_ANNOTATION.to_string(), until.to_string());
+    }
     Secret {
         metadata: ObjectMeta {
             name: Some(cfg.secret.clone()),
             namespace: Some(cfg.namespace.clone()),
-            annotations: Some(BTreeMap::from([
-                (HOSTS_ANNOTATION.to_string(), cfg.hosts.join(",")),
-                (NOT_AFTER_ANNOTATION.to_string(), not_after(now)),
-            ])),
+            annotations: Some(annotations),
             labels: Some(BTreeMap::from([(
                 crate::names::MANAGED_BY.to_string(),
                 crate::names::MANAGER.to_string(),
@@ -170,7 +236,7 @@ pub async fn provision(client: &Client, cfg: &CertConfig) -> Result<Material, St
         if let Some(m) = existing.as_ref().and_then(|s| usable(s, &cfg.hosts, now)) {
             return Ok(m);
         }
-        let fresh = generate(&cfg.hosts, now)?;
+        let fresh = renew(existing.as_ref(), &cfg.hosts, now)?;
         let mut secret = secret_of(cfg, &fresh, now);
         let written = match existing {
             None => api.create(&PostParams::default(), &secret).await,
@@ -196,8 +262,9 @@ pub async fn provision(client: &Client, cfg: &CertConfig) -> Result<Material, St
     ))
 }
 
-/// Set every webhook's `caBundle` in the configuration to `ca_pem`; `Ok(false)` when
-/// the configuration does not exist (yet).
+/// Set every webhook's `caBundle` in the configuration to `ca_pem` (one CA, or the new
+/// and the previous during a renewal); `Ok(false)` when the configuration does not
+/// exist (yet).
 pub async fn sync_ca_bundle(client: &Client, name: &str, ca_pem: &str) -> Result<bool, String> {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let at = |e: kube::Error| format!("ValidatingWebhookConfiguration {name}: {e}");

@@ -7,6 +7,7 @@
 //! that govern them (which their own status already names); consequences elsewhere
 //! are counted, not named.
 
+use super::drift;
 use super::mirror::State;
 use crate::text;
 use mcpgov_engine::{Finding, FindingKind, Kind, ObjKey, Object};
@@ -66,19 +67,32 @@ pub fn compute(
 ) -> Consequences {
     let (kind, key) = (new.kind(), new.key().clone());
     let old = current(s, kind, &key);
-    // The request carries no crawled catalog: keep the one the index has.
+    // The catalog is the crawler's, not the author's: a request carries none (CREATE)
+    // or the stored status, which may be truncated; the index's own wins when it has one.
     if let (Object::Server(n), Some(Object::Server(o))) = (&mut new, &old)
-        && n.catalog.is_none()
+        && (n.catalog.is_none() || o.catalog.is_some())
     {
         n.catalog = o.catalog.clone();
     }
     let described = format!("{kind} {key}");
     let impact = s.engine.apply(new);
     let mut out = Consequences::default();
+    if kind == Kind::Grant {
+        out.warnings.extend(drift::at_birth(s, &key));
+    }
+    // Drift is weighed for servers only: they are what takes tools away from Grants.
+    let weigh_drift = kind == Kind::MCPServer;
     if impact.changed && impact.agents.len() <= MAX_AGENTS {
         let after = violations(s, &impact.agents, now);
+        let broken_after = weigh_drift.then(|| drift::broken(s, &impact.agents, now));
         restore(s, kind, &key, old);
         let before: BTreeSet<Row> = violations(s, &impact.agents, now).iter().map(row).collect();
+        if let Some(after) = broken_after {
+            let before = drift::broken(s, &impact.agents, now);
+            out.warnings.extend(drift::server_warning(
+                &described, &before, &after, namespace,
+            ));
+        }
         let fresh: Vec<&Finding> = after.iter().filter(|f| !before.contains(&row(f))).collect();
         // A Policy is judged by its authors, not refused by itself (docs/admission.md).
         report(
@@ -113,6 +127,41 @@ pub fn compute(
             ));
         }
     }
+    out
+}
+
+/// What deleting the MCPServer `key` would take from Grants, seen from `namespace`:
+/// a drift warning at most (a DELETE is never refused).
+pub fn compute_delete(
+    s: &mut State,
+    key: &ObjKey,
+    namespace: &str,
+    now: jiff::Timestamp,
+) -> Consequences {
+    let mut out = Consequences::default();
+    let Some(old) = current(s, Kind::MCPServer, key) else {
+        return out;
+    };
+    let described = format!("{} {key}", Kind::MCPServer);
+    let impact = s.engine.delete(Kind::MCPServer, key);
+    if impact.agents.len() > MAX_AGENTS {
+        restore(s, Kind::MCPServer, key, Some(old));
+        out.warnings.push(format!(
+            "mcpgov: deleting {described} can move {} agents, more than the {MAX_AGENTS} a \
+             review evaluates: the Grants it leaves drifting were not computed",
+            impact.agents.len()
+        ));
+        return out;
+    }
+    let after = drift::broken(s, &impact.agents, now);
+    restore(s, Kind::MCPServer, key, Some(old));
+    let before = drift::broken(s, &impact.agents, now);
+    out.warnings.extend(drift::server_warning(
+        &format!("deleting {described}"),
+        &before,
+        &after,
+        namespace,
+    ));
     out
 }
 

@@ -14,6 +14,13 @@ use std::path::Path;
 /// Problems shown in one denial; the rest are counted.
 pub const SHOWN: usize = 10;
 
+/// An object as the engine reads it, with what the engine does not carry.
+pub struct Read {
+    pub object: mcpgov_engine::Object,
+    /// An Agent's bundle ConfigMap name (set, or the default).
+    pub bundle: Option<String>,
+}
+
 /// Every problem of `object` (empty: nothing to deny), and the object as the engine
 /// reads it. `namespace` is the request's, for an object that names none.
 pub fn problems(
@@ -21,7 +28,7 @@ pub fn problems(
     namespace: &str,
     governance_namespace: &str,
     now: jiff::Timestamp,
-) -> (Vec<String>, Vec<mcpgov_engine::Object>) {
+) -> (Vec<String>, Vec<Read>) {
     let text = object.to_string();
     let load = match manifest::load_str(&text, Path::new("admission")) {
         Ok(l) => l,
@@ -42,7 +49,13 @@ pub fn problems(
     for loaded in &load.objects {
         let object = loaded.resource.to_engine(namespace);
         let (kind, key) = (object.kind(), object.key().clone());
-        objects.push(object.clone());
+        objects.push(Read {
+            object: object.clone(),
+            bundle: match &loaded.resource {
+                Resource::Agent(a) => Some(config_map_name(a)),
+                _ => None,
+            },
+        });
         let engine = Engine::from_snapshot(
             EngineConfig {
                 governance_namespace: governance_namespace.to_string(),

@@ -17,6 +17,9 @@ pub enum Change {
     Delete(Kind, ObjKey),
     /// Whether a Policy asks for `admission: Enforce`.
     Enforce(ObjKey, bool),
+    /// The bundle ConfigMap name of an Agent (set, or the default): the engine's Agent
+    /// does not carry it, and two Agents of a namespace must not share one.
+    BundleName(ObjKey, String),
 }
 
 /// Published bundles by agent (read by the MCP listener's `bundle_identity`).
@@ -45,12 +48,30 @@ impl Feed {
             None => b.remove(&agent),
         };
     }
+
+    pub fn bundle_name(&self, agent: &ObjKey, name: &str) {
+        let _ = self
+            .0
+            .send(Change::BundleName(agent.clone(), name.to_string()));
+    }
 }
 
 pub struct State {
     pub engine: Engine,
     /// Policies with `admission: Enforce`.
     pub enforced: BTreeSet<ObjKey>,
+    /// Each Agent's bundle ConfigMap name.
+    pub bundle_names: BTreeMap<ObjKey, String>,
+}
+
+impl State {
+    pub fn new(engine: Engine) -> State {
+        State {
+            engine,
+            enforced: BTreeSet::new(),
+            bundle_names: BTreeMap::new(),
+        }
+    }
 }
 
 /// The readers' end.
@@ -72,10 +93,7 @@ impl Mirror {
 pub fn spawn(config: EngineConfig, ready: Arc<AtomicBool>) -> (Feed, Mirror) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mirror = Mirror {
-        state: Arc::new(Mutex::new(State {
-            engine: Engine::new(config),
-            enforced: BTreeSet::new(),
-        })),
+        state: Arc::new(Mutex::new(State::new(Engine::new(config)))),
         ready,
         bundles: Bundles::default(),
     };
@@ -104,8 +122,14 @@ pub fn apply(s: &mut State, c: Change) {
             s.engine.apply(*o);
         }
         Change::Delete(kind, key) => {
-            if kind == Kind::Policy {
-                s.enforced.remove(&key);
+            match kind {
+                Kind::Policy => {
+                    s.enforced.remove(&key);
+                }
+                Kind::Agent => {
+                    s.bundle_names.remove(&key);
+                }
+                Kind::MCPServer | Kind::Grant => {}
             }
             s.engine.delete(kind, &key);
         }
@@ -114,6 +138,9 @@ pub fn apply(s: &mut State, c: Change) {
         }
         Change::Enforce(key, false) => {
             s.enforced.remove(&key);
+        }
+        Change::BundleName(agent, name) => {
+            s.bundle_names.insert(agent, name);
         }
     }
 }

@@ -4,8 +4,10 @@
 //! outage of mcpgov never blocks the cluster.
 
 pub mod cert;
+pub mod clash;
 pub mod consequences;
 pub mod deny;
+pub mod drift;
 pub mod mirror;
 pub mod review;
 pub mod tls;
@@ -42,9 +44,13 @@ pub struct Config {
 const CONSEQUENCE_BUDGET: Duration = Duration::from_millis(1000);
 /// Reviews computing consequences at once; others wait within the budget.
 const CONCURRENT_WHAT_IFS: usize = 2;
+/// The longest a review waits to read an Agent's bundle ConfigMap.
+const CONFIG_MAP_BUDGET: Duration = Duration::from_millis(500);
 
 #[derive(Clone)]
 struct Ctx {
+    /// For the one read a review makes: an Agent's bundle ConfigMap (none in tests).
+    client: Option<kube::Client>,
     governance_namespace: Arc<str>,
     mirror: Option<mirror::Mirror>,
     what_ifs: Arc<tokio::sync::Semaphore>,
@@ -58,12 +64,17 @@ pub async fn run(
     mirror: Option<mirror::Mirror>,
 ) -> Result<(), String> {
     let material = cert::provision(&client, &config.cert).await?;
+    if let Some(name) = &config.cert.webhook_config {
+        // Trust before serving (a renewal this replica just made); failures are said
+        // by the refresh loop, which tries again.
+        let _ = cert::sync_ca_bundle(&client, name, &material.ca_bundle()).await;
+    }
     let current: tls::Current = Arc::new(RwLock::new(tls::server_config(
         &material.cert_pem,
         &material.key_pem,
     )?));
     tokio::spawn(refresh(
-        client,
+        client.clone(),
         config.cert.clone(),
         material,
         current.clone(),
@@ -73,6 +84,7 @@ pub async fn run(
         .map_err(|e| format!("admission listener on {}: {e}", config.listen))?;
     tracing::info!(addr = %config.listen, path = PATH, "serving the admission webhook");
     let ctx = Ctx {
+        client: Some(client.clone()),
         governance_namespace: governance_namespace.into(),
         mirror,
         what_ifs: Arc::new(tokio::sync::Semaphore::new(CONCURRENT_WHAT_IFS)),
@@ -90,22 +102,29 @@ async fn refresh(
     current: tls::Current,
 ) {
     let mut said_missing = false;
-    loop {
-        if let Some(name) = &cfg.webhook_config {
-            match cert::sync_ca_bundle(&client, name, &serving.ca_pem).await {
-                Ok(true) => said_missing = false,
-                Ok(false) if !said_missing => {
-                    said_missing = true;
-                    tracing::warn!(configuration = %name, "no ValidatingWebhookConfiguration of this name yet; its caBundle is set once it exists");
-                }
-                Ok(false) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot set the admission caBundle"),
+    let mut sync = async |client: &kube::Client, bundle: &str| {
+        let Some(name) = &cfg.webhook_config else {
+            return;
+        };
+        match cert::sync_ca_bundle(client, name, bundle).await {
+            Ok(true) => said_missing = false,
+            Ok(false) if !said_missing => {
+                said_missing = true;
+                tracing::warn!(configuration = %name, "no ValidatingWebhookConfiguration of this name yet; its caBundle is set once it exists");
             }
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot set the admission caBundle"),
         }
+    };
+    loop {
+        sync(&client, &serving.ca_bundle()).await;
         tokio::time::sleep(REFRESH).await;
         match cert::provision(&client, &cfg).await {
             Ok(m) if m != serving => match tls::server_config(&m.cert_pem, &m.key_pem) {
                 Ok(c) => {
+                    // The bundle first, trusting old and new: then no replica's
+                    // certificate, swapped or not yet, is refused in between.
+                    sync(&client, &m.ca_bundle()).await;
                     *current.write().expect("not poisoned") = c;
                     serving = m;
                     tracing::info!("serving a new admission certificate");
@@ -131,8 +150,8 @@ async fn validate(State(ctx): State<Ctx>, body: Bytes) -> Response {
     let now = jiff::Timestamp::now();
     match review(&ctx, &body, now) {
         Ok((mut out, candidate)) => {
-            if let Some((object, namespace)) = candidate {
-                consider(&ctx, &mut out.response, object, namespace, now).await;
+            if let Some(c) = candidate {
+                consider(&ctx, &mut out.response, c, now).await;
             }
             (
                 [(header::CONTENT_TYPE, "application/json")],
@@ -147,13 +166,31 @@ async fn validate(State(ctx): State<Ctx>, body: Bytes) -> Response {
 /// Add the consequences of an admitted object: warnings, or a refusal for a new
 /// violation of a Policy with `admission: Enforce`. Fails open with a warning when the
 /// mirror is not ready or the budget runs out.
-async fn consider(
-    ctx: &Ctx,
-    response: &mut review::Response,
-    object: mcpgov_engine::Object,
-    namespace: String,
-    now: jiff::Timestamp,
-) {
+async fn consider(ctx: &Ctx, response: &mut review::Response, c: Candidate, now: jiff::Timestamp) {
+    let Candidate {
+        change,
+        namespace,
+        bundle,
+    } = c;
+    let agent = match &change {
+        Weigh::Apply(o) => o.key().clone(),
+        Weigh::DeleteServer(k) => k.clone(),
+    };
+    if let (Some(name), Some(client)) = (&bundle, &ctx.client) {
+        // One read, bounded; on any failure the clash is left to the Agent's status.
+        let read = clash::foreign_config_map(client, &agent.namespace, name);
+        match tokio::time::timeout(CONFIG_MAP_BUDGET, read).await {
+            Ok(Ok(true)) => {
+                let problem = format!("Agent {agent}: {}", clash::foreign_message(name));
+                return deny_with(response, vec![problem]);
+            }
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot read a bundle ConfigMap for admission")
+            }
+            Err(_) => tracing::warn!("reading a bundle ConfigMap for admission timed out"),
+        }
+    }
     let Some(m) = ctx.mirror.clone() else {
         return;
     };
@@ -168,13 +205,24 @@ async fn consider(
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let mut s = m.state.lock().unwrap_or_else(|e| e.into_inner());
-            consequences::compute(&mut s, object, &namespace, now)
+            let clash = bundle.as_deref().and_then(|name| {
+                clash::other_agent(&s.bundle_names, &agent, name)
+                    .map(|other| format!("Agent {agent}: {}", clash::shared_message(name, other)))
+            });
+            match (clash, change) {
+                (Some(problem), _) => Err(problem),
+                (None, Weigh::Apply(o)) => Ok(consequences::compute(&mut s, o, &namespace, now)),
+                (None, Weigh::DeleteServer(k)) => {
+                    Ok(consequences::compute_delete(&mut s, &k, &namespace, now))
+                }
+            }
         })
         .await
         .ok()
     };
     match tokio::time::timeout(CONSEQUENCE_BUDGET, work).await {
-        Ok(Some(c)) => {
+        Ok(Some(Err(problem))) => deny_with(response, vec![problem]),
+        Ok(Some(Ok(c))) => {
             response.warnings.extend(c.warnings);
             if !c.refusals.is_empty() {
                 response.allowed = false;
@@ -192,12 +240,40 @@ async fn consider(
     }
 }
 
-/// An object admitted by Deny, whose consequences are still to be weighed.
-type Candidate = Option<(mcpgov_engine::Object, String)>;
+/// What a review asks the mirror about.
+enum Weigh {
+    /// An object admitted by Deny, as it would be stored.
+    Apply(mcpgov_engine::Object),
+    /// An MCPServer being deleted: the Grants it leaves drifting.
+    DeleteServer(mcpgov_engine::ObjKey),
+}
+
+/// A change admitted so far, whose consequences are still to be weighed.
+struct Candidate {
+    change: Weigh,
+    /// The request's namespace.
+    namespace: String,
+    /// An Agent's bundle ConfigMap name.
+    bundle: Option<String>,
+}
+
+/// Deny after the fact, as Deny itself answers (422, the same message form).
+fn deny_with(response: &mut review::Response, problems: Vec<String>) {
+    response.allowed = false;
+    response.status = Some(review::Status {
+        code: 422,
+        reason: "Invalid",
+        message: deny::message(&problems),
+    });
+}
 
 /// One review; `Err` when the body is no AdmissionReview v1 request (answered 400, and
 /// the API server applies the failure policy).
-fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<(ReviewOut, Candidate), String> {
+fn review(
+    ctx: &Ctx,
+    body: &[u8],
+    now: jiff::Timestamp,
+) -> Result<(ReviewOut, Option<Candidate>), String> {
     let input: ReviewIn =
         serde_json::from_slice(body).map_err(|e| format!("not an AdmissionReview: {e}"))?;
     if input.api_version != review::API_VERSION || input.kind != review::KIND {
@@ -219,19 +295,39 @@ fn review(ctx: &Ctx, body: &[u8], now: jiff::Timestamp) -> Result<(ReviewOut, Ca
             None,
         ));
     }
+    let namespace = req.namespace.as_deref().unwrap_or("default");
     let object = match (req.operation.as_str(), req.object) {
         ("CREATE" | "UPDATE", Some(o)) => o,
+        // Never refused; a server's deletion is weighed for the Grants it leaves drifting.
+        ("DELETE", _) if gvk.kind == "MCPServer" && req.name.is_some() => {
+            let key = mcpgov_engine::ObjKey::new(namespace, req.name.as_deref().unwrap_or(""));
+            let candidate = Candidate {
+                change: Weigh::DeleteServer(key),
+                namespace: namespace.to_string(),
+                bundle: None,
+            };
+            return Ok((
+                review::Response::allow(uid, Vec::new()).into_review(),
+                Some(candidate),
+            ));
+        }
         // DELETE and CONNECT carry no new object: nothing of the object to deny.
         _ => return Ok((review::Response::allow(uid, Vec::new()).into_review(), None)),
     };
-    let namespace = req.namespace.as_deref().unwrap_or("default");
     let (problems, mut objects) =
         deny::problems(&object, namespace, &ctx.governance_namespace, now);
     if !problems.is_empty() {
         let response = review::Response::deny(uid, deny::message(&problems), Vec::new());
         return Ok((response.into_review(), None));
     }
-    let candidate = (objects.len() == 1).then(|| (objects.remove(0), namespace.to_string()));
+    let candidate = (objects.len() == 1).then(|| {
+        let read = objects.remove(0);
+        Candidate {
+            change: Weigh::Apply(read.object),
+            namespace: namespace.to_string(),
+            bundle: read.bundle,
+        }
+    });
     Ok((
         review::Response::allow(uid, Vec::new()).into_review(),
         candidate,

@@ -99,7 +99,11 @@ pub(crate) fn trips(fail_on: FailOn, kind: FindingKind) -> bool {
 /// Every finding over the loaded input, or the invalid objects as an input failure.
 pub(crate) fn findings(input: &Input) -> Result<Vec<Finding>, Failure> {
     let eval = input.engine.evaluator(input.now);
-    let findings = eval.check();
+    let mut findings = eval.check();
+    if !input.bundle_clashes.is_empty() {
+        findings.extend(input.bundle_clashes.iter().cloned());
+        findings.sort();
+    }
     let invalid: Vec<&Finding> = findings
         .iter()
         .filter(|f| f.kind == FindingKind::Invalid)

@@ -85,6 +85,8 @@ pub struct Input {
     pub namespace: String,
     /// The cluster, when the input was read from it.
     pub live: Option<Live>,
+    /// What the engine cannot see: Agents sharing a bundle ConfigMap name.
+    pub bundle_clashes: Vec<mcpgov_engine::Finding>,
 }
 
 /// A live read: the connection (for follow-up requests) and the Agents as listed.
@@ -301,9 +303,31 @@ impl InputArgs {
                 Some((ObjectRef::new(kind.parse().ok()?, key), origin))
             })
             .collect();
+        let bundle_names = objects
+            .iter()
+            .filter_map(|((_, key), l)| match &l.resource {
+                Resource::Agent(a) => {
+                    Some((key.clone(), crate::controller::bundles::config_map_name(a)))
+                }
+                _ => None,
+            })
+            .collect();
+        let bundle_clashes = crate::admission::clash::among(&bundle_names)
+            .into_iter()
+            .map(|(agent, message)| {
+                mcpgov_engine::Finding::new(
+                    mcpgov_engine::FindingKind::Unresolved,
+                    mcpgov_engine::FindingReason::BundleNameClash,
+                    mcpgov_engine::ObjectRef::new(mcpgov_engine::Kind::Agent, &agent),
+                    message,
+                )
+                .agent(&agent)
+            })
+            .collect();
         let engine =
             Engine::from_snapshot(config, objects.values().map(|l| l.resource.to_engine(&ns)));
         Input {
+            bundle_clashes,
             engine,
             now,
             origins,

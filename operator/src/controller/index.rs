@@ -536,13 +536,18 @@ impl Index {
                     move |ix, s| ix.server_object(&k, s),
                 )
             }
-            Object::Agent(a) => self.store(
-                kind,
-                key,
-                *a,
-                |ix| &mut ix.agents,
-                |_, a| mcpgov_engine::Object::Agent(a.to_engine("")),
-            ),
+            Object::Agent(a) => {
+                self.store(
+                    kind,
+                    key.clone(),
+                    *a,
+                    |ix| &mut ix.agents,
+                    |_, a| mcpgov_engine::Object::Agent(a.to_engine("")),
+                );
+                if let (Some(f), Some(a)) = (&self.feed, self.agents.get(&key)) {
+                    f.bundle_name(&key, &super::bundles::config_map_name(a));
+                }
+            }
             Object::Policy(p) => {
                 self.store(
                     kind,

@@ -217,6 +217,13 @@ mod tests {
             Severity::High,
         ),
         (
+            Unresolved,
+            "BundleNameClash",
+            "unresolved-key",
+            Outcome::Warn,
+            Severity::Medium,
+        ),
+        (
             Exception,
             "GuardedPerCall",
             "expected-exception",
