@@ -71,7 +71,10 @@ fn a_per_call_policy_through_a_bound_argument_is_guarded_under_every_profile() {
     assert_eq!(v.all_authorized, Some(true));
     let f = e.evaluator(now()).agent_findings(&key("team/bot"));
     assert!(f.iter().all(|f| f.kind != FindingKind::Violation), "{f:?}");
-    assert!(f.iter().any(|f| f.reason == "GuardedPerCall"));
+    assert!(
+        f.iter()
+            .any(|f| f.reason == mcpgov_engine::FindingReason::GuardedPerCall)
+    );
 }
 
 #[test]
@@ -129,7 +132,7 @@ fn two_bound_arguments_are_both_checked_and_an_invalid_binding_is_static() {
     assert!(
         problems
             .iter()
-            .any(|f| f.reason == "InvalidArgumentBinding"),
+            .any(|f| f.reason == mcpgov_engine::FindingReason::InvalidArgumentBinding),
         "{problems:?}"
     );
     let b = e.evaluator(now()).bundle(&key("team/bot")).unwrap();

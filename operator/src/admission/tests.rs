@@ -660,6 +660,7 @@ mod bundle_name_clash {
             mirror: Some(Mirror {
                 state: Arc::new(Mutex::new(s)),
                 ready: Arc::new(AtomicBool::new(true)),
+                bundles: Default::default(),
             }),
             ..ctx()
         }

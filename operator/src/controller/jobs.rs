@@ -230,7 +230,7 @@ mod tests {
         // Found again before any of it was written: each reason once, the latest last.
         let mut later = Job::new(id.clone());
         let mut s3 = status(3);
-        s3.events.push(notice("ViolationFound"));
+        s3.events.push(notice(EventReason::ViolationFound));
         later.steps = vec![s3];
         queued.merge(later);
         let reasons: Vec<_> = queued.steps[1]

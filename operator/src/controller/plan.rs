@@ -1155,7 +1155,7 @@ mod plan_tests {
         let reasons: Vec<_> = agent.steps[0]
             .events
             .iter()
-            .map(|e| &e.notice.reason)
+            .map(|e| e.notice.reason.as_str())
             .collect();
         assert_eq!(
             reasons,

@@ -271,14 +271,14 @@ fn estate_rows_are_cut_to_the_namespaces_the_caller_may_read() {
         assert!(cut.len() < all.len(), "some drift is in other namespaces");
         for r in &cut {
             assert!(
-                vis.can_read_ref(&r.object) && vis.can_read_ref(&r.tool),
+                vis.can_read(&r.object.key.namespace) && vis.can_read_ref(&r.tool),
                 "{r:?}"
             );
         }
         assert_eq!(
             cut,
             all.iter()
-                .filter(|r| r.object.contains(&format!(" {mine}/")))
+                .filter(|r| r.object.key.namespace == mine)
                 .filter(|r| r.tool.starts_with(&format!("{mine}/")))
                 .cloned()
                 .collect::<Vec<_>>()
