@@ -266,8 +266,10 @@ async fn kubectl_apply_meets_the_webhook_over_tls_and_passes_when_it_is_down() {
 
     // Warn: a Grant that creates a violation is admitted, and kubectl prints why.
     apply(&client, &ns, ESTATE).await.unwrap();
+    // Wait for the violation itself: until the server's catalog reaches the mirror, the
+    // webhook may first warn that the Grant names a tool not served (drift at birth).
     let out = apply_until(&ns, VIOLATING, &["--dry-run=server"], |o| {
-        String::from_utf8_lossy(&o.stderr).contains("Warning: mcpgov:")
+        String::from_utf8_lossy(&o.stderr).contains("violate")
     })
     .await;
     let warned = String::from_utf8_lossy(&out.stderr).into_owned();
