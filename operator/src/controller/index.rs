@@ -606,7 +606,7 @@ impl Index {
             .get(&key)
             .is_none_or(|old| old.meta().generation != generation);
         let object = engine_form(self, &typed);
-        let impact = self.engine.apply(object);
+        let impact = self.engine_apply(object);
         let changed = impact.changed;
         tracing::debug!(kind = kind.name(), object = %key, changed, moved, "applied");
         self.dirty.absorb(impact);
