@@ -462,9 +462,12 @@ def check_admission(c, docs, v, name, deps):
             c.expect(w["clientConfig"]["service"] == {"name": name, "namespace": ns, "path": "/validate", "port": 443},
                      f"clientConfig {w['clientConfig']}")
             rules = w["rules"]
-            c.expect(len(rules) == 1 and rules[0]["apiGroups"] == ["mcpgov.io"]
+            # Every kind on create and update; a server's deletion too (warned about, never refused).
+            c.expect(len(rules) == 2 and all(r["apiGroups"] == ["mcpgov.io"] for r in rules)
                      and sorted(rules[0]["resources"]) == ["agents", "grants", "mcpservers", "policies"]
-                     and sorted(rules[0]["operations"]) == ["CREATE", "UPDATE"], f"rules {rules}")
+                     and sorted(rules[0]["operations"]) == ["CREATE", "UPDATE"]
+                     and rules[1]["resources"] == ["mcpservers"]
+                     and rules[1]["operations"] == ["DELETE"], f"rules {rules}")
             exprs = w["namespaceSelector"]["matchExpressions"]
             c.expect(exprs == [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
                                 "values": ["kube-system"] + a["excludeNamespaces"]}], f"namespaceSelector {exprs}")
