@@ -57,6 +57,12 @@ pub(super) struct AgentSummary {
     pub violations: BTreeMap<ObjKey, usize>,
 }
 
+/// The writer (for its list call) and the channel a list's answer comes back on.
+pub(super) struct ReportLists {
+    pub writer: super::writer::Writer,
+    pub tx: tokio::sync::mpsc::Sender<Msg>,
+}
+
 pub(super) struct Index {
     pub config: Config,
     pub metrics: Metrics,
@@ -112,9 +118,8 @@ pub(super) struct Index {
     pub feed: Option<crate::admission::mirror::Feed>,
     /// PolicyReports (`--policy-reports`): `None` when off.
     pub reports: Option<super::reports::Reports>,
-    /// The writer the reports use: they still write from the index task, awaited, once
-    /// per plan (their list-compare-write cycle is not in the job queue yet).
-    pub report_writer: Option<super::writer::Writer>,
+    /// What lists the reports back (off this task): absent in unit tests.
+    pub report_lists: Option<ReportLists>,
     /// An MCPServer changed since the crawl specs were last published.
     specs_stale: bool,
     /// Since when a plan has evaluated something the graph metrics do not show yet.
@@ -150,7 +155,7 @@ impl Index {
         let reports = config.policy_reports.map(super::reports::Reports::new);
         Index {
             reports,
-            report_writer: None,
+            report_lists: None,
             config,
             metrics,
             ready,
@@ -321,15 +326,13 @@ impl Index {
             }
             if ready && self.leadership.is_leader() && !self.awaiting_first_crawls() {
                 let now = jiff::Timestamp::now();
-                if self.reports.is_some() && self.dirty.pending() {
-                    // Reports see the same dirty set and instant as the plan.
-                    let dirty = self.dirty.clone();
-                    let placeholder = Engine::new(self.engine.config().clone());
-                    let engine = std::mem::replace(&mut self.engine, placeholder);
-                    self.sync_reports(&engine.evaluator(now), &dirty).await;
-                    self.engine = engine;
-                }
-                let plan = self.plan(now);
+                // Reports see the same dirty set and instant as the plan.
+                let reports = match &self.reports {
+                    Some(r) if self.dirty.pending() || r.owed() => self.plan_reports(now),
+                    _ => Vec::new(),
+                };
+                let mut plan = self.plan(now);
+                plan.jobs.extend(reports);
                 let n = plan.jobs.len();
                 if n > 0 && jobs.send(plan.jobs).is_err() {
                     return Err("the writer stopped".into());
@@ -399,7 +402,7 @@ impl Index {
         mcpgov_engine::Object::Server(e)
     }
 
-    fn due_retries(&mut self) {
+    pub(super) fn due_retries(&mut self) {
         let now = Instant::now();
         let due: Vec<(Watched, ObjKey)> = self
             .retries
@@ -438,6 +441,11 @@ impl Index {
             }
             Watched::Policy => self.dirty.policies = true,
             Watched::ConfigMap => {}
+            Watched::Report => {
+                if let Some(r) = &mut self.reports {
+                    r.retry_due(key.namespace);
+                }
+            }
         }
     }
 
@@ -476,6 +484,11 @@ impl Index {
                 self.listed.insert(kind);
             }
             Msg::Written(report) => self.written(*report),
+            Msg::ReportsListed(listed) => {
+                if let Some(r) = &mut self.reports {
+                    r.listed(*listed, &self.metrics.reports);
+                }
+            }
             Msg::Crawled(outcome) => {
                 self.metrics.crawl.observe(&outcome.key, &outcome);
                 self.crawled.insert(outcome.key.clone());
@@ -520,6 +533,7 @@ impl Index {
             Watched::Policy => self.policies.keys().cloned().collect(),
             Watched::Grant => self.grants.keys().cloned().collect(),
             Watched::ConfigMap => self.configmaps.keys().cloned().collect(),
+            Watched::Report => Vec::new(),
         }
     }
 
@@ -648,6 +662,7 @@ impl Index {
                 }
                 None
             }
+            Watched::Report => None,
         };
         if let Some(k) = engine_kind {
             if let Some(f) = &self.feed {
@@ -706,6 +721,19 @@ impl Index {
     /// events do not undo it), and schedule what failed for another try.
     pub fn written(&mut self, report: Report) {
         let agent = (report.job.kind == Watched::Agent).then(|| report.job.key.clone());
+        if report.job.kind == Watched::Report {
+            for done in report.steps {
+                let Some(r) = &mut self.reports else { return };
+                let out = r.written(done);
+                let key = ObjKey::new(out.namespace, crate::names::REPORT_NAME);
+                if out.retry {
+                    self.retry_later(Watched::Report, key);
+                } else {
+                    self.retries.remove(&(Watched::Report, key));
+                }
+            }
+            return;
+        }
         for done in report.steps {
             let rv = done
                 .result
@@ -782,6 +810,8 @@ impl Index {
                         }
                     }
                 }
+                // Answered in `Reports::written` above.
+                (Op::ApplyReport { .. } | Op::DeleteReport { .. }, _) => {}
                 (Op::DeleteConfigMap { .. }, result) => {
                     self.deleting.remove(&done.object.key);
                     match result {
@@ -845,7 +875,7 @@ impl Index {
                 st.drift = ours.drift;
                 st.observed_generation = ours.observed_generation;
             }
-            Watched::ConfigMap => {}
+            Watched::ConfigMap | Watched::Report => {}
         }
     }
 

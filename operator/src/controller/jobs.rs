@@ -33,6 +33,8 @@ pub enum Target {
     Status(&'static str),
     /// A ConfigMap in the job object's namespace.
     ConfigMap(String),
+    /// The report in the job object's namespace.
+    Report,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -49,6 +51,17 @@ pub enum Op {
     ApplyConfigMap(Box<ConfigMap>),
     /// Delete one of our bundle ConfigMaps, only while it is still the object `uid`.
     DeleteConfigMap { name: String, uid: String },
+    /// Server-side apply of our report in the job object's namespace.
+    ApplyReport {
+        api: crate::reports::Api,
+        report: Box<crate::reports::Report>,
+    },
+    /// Delete our report in the job object's namespace, only while it is still the
+    /// object `uid` (when known).
+    DeleteReport {
+        api: crate::reports::Api,
+        uid: Option<String>,
+    },
 }
 
 impl Op {
@@ -68,13 +81,14 @@ impl Op {
                 Target::ConfigMap(cm.metadata.name.clone().unwrap_or_default())
             }
             Op::DeleteConfigMap { name, .. } => Target::ConfigMap(name.clone()),
+            Op::ApplyReport { .. } | Op::DeleteReport { .. } => Target::Report,
         }
     }
 
     /// The object this step writes (a ConfigMap is its own object).
     pub fn object(&self, job: &ObjectId) -> ObjectId {
         match self.target() {
-            Target::Status(_) => job.clone(),
+            Target::Status(_) | Target::Report => job.clone(),
             Target::ConfigMap(name) => {
                 ObjectId::new(Watched::ConfigMap, ObjKey::new(&job.key.namespace, name))
             }

@@ -127,7 +127,10 @@ pub async fn run(config: Config) -> Result<(), String> {
         }
         _ => tokio::spawn(std::future::pending()),
     };
-    index.report_writer = Some(writer.clone());
+    index.report_lists = Some(index::ReportLists {
+        writer: writer.clone(),
+        tx: tx.clone(),
+    });
     index.feed = feed;
     writer::spawn(writer, writer::CONCURRENCY, jobs_rx, tx.clone());
     let lease = async {

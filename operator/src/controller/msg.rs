@@ -81,6 +81,8 @@ pub enum Msg {
     Crawled(Box<Outcome>),
     /// The writer finished a job (from the writer task, not a watch).
     Written(Box<Report>),
+    /// A list of our reports came back (from the task `reports::list`).
+    ReportsListed(Box<super::reports::Listed>),
 }
 
 impl From<Outcome> for Msg {

@@ -273,7 +273,8 @@ impl Index {
                     self.deleting
                         .insert(ObjKey::new(&job.object.key.namespace, name));
                 }
-                Op::Status { .. } => {}
+                // Recorded by `plan_reports` (`Reports::planned`).
+                Op::Status { .. } | Op::ApplyReport { .. } | Op::DeleteReport { .. } => {}
             }
         }
         plan.jobs.push(job);
@@ -1254,5 +1255,67 @@ mod plan_tests {
         ix.handle(Msg::ListStart(Watched::Grant));
         ix.handle(Msg::ListDone(Watched::Grant));
         assert!(ix.grants.is_empty());
+    }
+
+    /// Reports are jobs like any write: planned after a list came back, not planned
+    /// again while in flight, held once written, and a failed write is rebuilt when
+    /// its retry is due.
+    #[test]
+    fn reports_are_planned_as_jobs_and_answered_by_the_writer() {
+        use crate::controller::reports::{Listed, Reports};
+        let mut ix = index();
+        ix.reports = Some(Reports::new(crate::reports::Api::PolicyReport));
+        quickstart(&mut ix, "uid-a");
+        ix.dirty.all = true;
+        // What the API holds is not known yet: nothing is written before a list.
+        assert!(ix.plan_reports(now()).is_empty());
+        ix.plan(now());
+        ix.handle(Msg::ReportsListed(Box::new(Listed(Ok(Default::default())))));
+        assert!(
+            ix.reports.as_ref().unwrap().owed(),
+            "a list is followed by a pass"
+        );
+        let jobs = ix.plan_reports(now());
+        assert_eq!(jobs.len(), 1, "{jobs:?}");
+        let job = &jobs[0];
+        assert_eq!(job.object, id(Watched::Report, crate::names::REPORT_NAME));
+        match &job.steps[0].op {
+            Op::ApplyReport { report, .. } => {
+                assert_eq!(report.metadata.namespace, "quickstart");
+                assert!(report.summary.fail > 0, "{:?}", report.summary);
+            }
+            op => panic!("not a report write: {op:?}"),
+        }
+        assert!(!ix.reports.as_ref().unwrap().owed());
+        // A change while the write is in flight: the same report is not planned again.
+        ix.dirty
+            .agents
+            .insert(ObjKey::new("quickstart", "vibe-coder"));
+        assert!(ix.plan_reports(now()).is_empty());
+        // The write fails: its retry is scheduled, and once due the report is planned again.
+        ix.handle(report(job, |_| {
+            Err(Error::Api {
+                code: Some(500),
+                message: "boom".into(),
+            })
+        }));
+        let key = (
+            Watched::Report,
+            ObjKey::new("quickstart", crate::names::REPORT_NAME),
+        );
+        let at = ix.retries.get_mut(&key).expect("a retry is scheduled");
+        at.0 = std::time::Instant::now();
+        ix.due_retries();
+        assert!(ix.reports.as_ref().unwrap().owed());
+        let again = ix.plan_reports(now());
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].steps, job.steps);
+        // Written: held, so the next change that leaves it equal writes nothing.
+        ix.handle(report(&again[0], |i| ok(60 + i as u64)));
+        ix.dirty
+            .agents
+            .insert(ObjKey::new("quickstart", "vibe-coder"));
+        assert!(ix.plan_reports(now()).is_empty());
+        assert!(!ix.reports.as_ref().unwrap().owed());
     }
 }

@@ -1,34 +1,46 @@
 //! PolicyReports written by the operator (`--policy-reports`): on each pass the reports
 //! of the namespaces the pass touched are built by `reports::build` (what `mcpgov check
 //! -o policyreport` prints) from the engine's findings, compared with what the API holds,
-//! and only differences are written: a changed report is applied, a namespace left
-//! without findings loses its report. A missing CRD is said once (the metric
-//! `mcpgov_policy_reports_available` and one log line) and looked for again on every
-//! full pass (resync), so installing it later needs no restart.
+//! and only differences become jobs for the writer (`Op::ApplyReport`, `Op::DeleteReport`
+//! on the namespace's `Watched::Report`): a changed report is applied, a namespace left
+//! without findings loses its report. Nothing here awaits: the reports are read back by
+//! a list task on full passes, whose answer arrives as `Msg::ReportsListed`, and each
+//! write's outcome comes back in the writer's report. A missing CRD is said once (the
+//! metric `mcpgov_policy_reports_available` and one log line) and looked for again on
+//! every full pass (resync), so installing it later needs no restart.
 //!
-//! Desired reports → diff against what is held → writes: `scope` and `plan` are pure,
-//! `Index::sync_reports` is the one call from the reconcile pass.
+//! Desired reports → diff against what is held → jobs: `scope` and `plan` are pure,
+//! `Index::plan_reports` is the one call from the index's loop.
 
 use super::index::{Dirty, Index};
+use super::jobs::{Done, Job, ObjectId, Op, Step};
+use super::kind::Watched;
+use super::writer::Error;
 use crate::reports::{self, Api, Report};
 use kube::api::DynamicObject;
-use kube::core::{ApiResource, GroupVersionKind};
 use mcpgov_engine::{Evaluator, Finding, Kind, ObjKey};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A report of ours the API holds, as last written or listed.
 #[derive(Clone, Debug, PartialEq)]
-struct Held {
+pub(super) struct Held {
     uid: Option<String>,
     report: Report,
 }
 
+/// What a list of our reports found: per namespace, the report held.
+#[derive(Debug)]
+pub struct Listed(pub(super) Result<BTreeMap<String, Held>, Error>);
+
 /// The operator's report state (present only with reports on).
 pub struct Reports {
     api: Api,
-    resource: ApiResource,
     /// Per namespace, our report as the API holds it.
     held: BTreeMap<String, Held>,
+    /// Per namespace, the last write handed to the writer and not reported back yet:
+    /// the report applied, or `None` for a deletion. Plans compare with it first, so a
+    /// write in flight is not planned again.
+    planned: BTreeMap<String, Option<Report>>,
     /// Per namespace, the objects whose findings its report holds: one that is gone
     /// (deleted since) makes the namespace's report be rebuilt.
     sources: BTreeMap<String, BTreeSet<(Kind, ObjKey)>>,
@@ -39,23 +51,79 @@ pub struct Reports {
     /// `held` is to be read again from the API before the next write (start, a new
     /// leader's first pass, a write that found no such resource).
     relist: bool,
+    /// A list is in flight.
+    listing: bool,
+    /// A list came back: the next pass compares every namespace with it.
+    rescan: bool,
+    /// A failed write waits for its retry: the next pass is owed to the reports alone.
+    due: bool,
 }
 
 impl Reports {
     pub fn new(api: Api) -> Self {
-        let resource = ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk(api.group(), api.version(), api.kind()),
-            api.plural(),
-        );
         Reports {
             api,
-            resource,
             held: BTreeMap::new(),
+            planned: BTreeMap::new(),
             sources: BTreeMap::new(),
             retry: BTreeSet::new(),
             available: None,
             relist: true,
+            listing: false,
+            rescan: false,
+            due: false,
         }
+    }
+
+    /// Whether the reports want a pass though nothing else is dirty.
+    pub fn owed(&self) -> bool {
+        self.rescan || self.due
+    }
+
+    /// A failed write's retry is due: the namespace is rebuilt on the next pass.
+    pub(super) fn retry_due(&mut self, namespace: String) {
+        self.retry.insert(namespace);
+        self.due = true;
+    }
+
+    /// What the API holds, with the writes in flight as if done.
+    fn current(&self) -> BTreeMap<String, Held> {
+        let mut current = self.held.clone();
+        for (ns, planned) in &self.planned {
+            match planned {
+                Some(report) => {
+                    let uid = current.get(ns).and_then(|h| h.uid.clone());
+                    current.insert(
+                        ns.clone(),
+                        Held {
+                            uid,
+                            report: report.clone(),
+                        },
+                    );
+                }
+                None => {
+                    current.remove(ns);
+                }
+            }
+        }
+        current
+    }
+
+    /// A write failed: the namespace is rebuilt on a later pass (`retry_later` for a
+    /// transient failure, otherwise with the next change or resync).
+    fn failed(&mut self, ns: &str, e: &Error) {
+        if matches!(
+            e,
+            Error::Api {
+                code: Some(404),
+                ..
+            }
+        ) {
+            // The CRD may have gone: look again before writing more.
+            self.relist = true;
+        }
+        self.held.remove(ns);
+        self.retry.insert(ns.to_string());
     }
 }
 
@@ -123,7 +191,7 @@ fn needs_list(scope: &Scope, relist: bool, available: Option<bool>) -> bool {
 
 /// One write.
 #[derive(Clone, Debug, PartialEq)]
-enum Op {
+enum PlannedOp {
     Apply(Box<Report>),
     Delete {
         namespace: String,
@@ -137,7 +205,7 @@ fn plan(
     scope: &Scope,
     desired: &BTreeMap<String, Report>,
     held: &BTreeMap<String, Held>,
-) -> Vec<Op> {
+) -> Vec<PlannedOp> {
     let namespaces: BTreeSet<&String> = desired
         .keys()
         .chain(held.keys())
@@ -147,8 +215,8 @@ fn plan(
     for ns in namespaces {
         match (desired.get(ns), held.get(ns)) {
             (Some(d), Some(h)) if h.report == *d => {}
-            (Some(d), _) => ops.push(Op::Apply(Box::new(d.clone()))),
-            (None, Some(h)) => ops.push(Op::Delete {
+            (Some(d), _) => ops.push(PlannedOp::Apply(Box::new(d.clone()))),
+            (None, Some(h)) => ops.push(PlannedOp::Delete {
                 namespace: ns.clone(),
                 uid: h.uid.clone(),
             }),
@@ -213,34 +281,128 @@ fn held_of(obj: &DynamicObject) -> Option<(String, Held)> {
     ))
 }
 
-impl Index {
-    /// Bring the reports of the namespaces `dirty` touches up to date with `ev`. Called
-    /// once per pass by the leader; a failure is logged and retried on the next pass,
-    /// never returned.
-    pub(super) async fn sync_reports(&mut self, ev: &Evaluator<'_>, dirty: &Dirty) {
-        let Some(mut state) = self.reports.take() else {
-            return;
-        };
-        let Some(writer) = self.report_writer.take() else {
-            self.reports = Some(state);
-            return;
-        };
-        self.sync_reports_with(&mut state, &writer, ev, dirty).await;
-        self.report_writer = Some(writer);
-        self.reports = Some(state);
+/// What the writer's report on a report job says to the index: the namespace, whether
+/// a transient failure wants a retry.
+pub(super) struct Outcome {
+    pub namespace: String,
+    pub retry: bool,
+}
+
+impl Reports {
+    /// The answer of the list `Index::plan_reports` started.
+    pub(super) fn listed(&mut self, listed: Listed, metrics: &super::metrics::ReportMetrics) {
+        self.listing = false;
+        match listed.0 {
+            Ok(held) => {
+                if self.available != Some(true) {
+                    tracing::info!(
+                        api = self.api.api_version(),
+                        kind = self.api.kind(),
+                        "writing mcpgov's findings as reports"
+                    );
+                }
+                self.available = Some(true);
+                self.held = held;
+                self.relist = false;
+                // What the API held may be anything: compare everything.
+                self.rescan = true;
+            }
+            Err(Error::Api {
+                code: Some(404), ..
+            }) => {
+                if self.available != Some(false) {
+                    tracing::warn!(
+                        api = self.api.api_version(),
+                        resource = self.api.plural(),
+                        "the reports API is not served (its CRD is missing): no reports are written; it is looked for again on every resync"
+                    );
+                }
+                self.available = Some(false);
+                self.relist = true;
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list reports; trying again on the next pass");
+                self.relist = true;
+            }
+        }
+        metrics
+            .reports_available
+            .set(i64::from(self.available == Some(true)));
     }
 
-    async fn sync_reports_with(
-        &mut self,
-        st: &mut Reports,
-        report_writer: &super::writer::Writer,
-        ev: &Evaluator<'_>,
-        dirty: &Dirty,
-    ) {
+    /// The writer's answer on one step of a report job.
+    pub(super) fn written(&mut self, done: Done) -> Outcome {
+        let namespace = done.object.key.namespace.clone();
+        let (planned, result) = match done.op {
+            Op::ApplyReport { report, .. } => (Some(*report), done.result),
+            Op::DeleteReport { .. } => (None, done.result),
+            _ => {
+                return Outcome {
+                    namespace,
+                    retry: false,
+                };
+            }
+        };
+        if self.planned.get(&namespace) == Some(&planned) {
+            self.planned.remove(&namespace);
+        }
+        let retry = match result {
+            Ok(w) => {
+                match planned {
+                    Some(report) => {
+                        self.held
+                            .insert(namespace.clone(), Held { uid: w.uid, report });
+                    }
+                    None => {
+                        self.held.remove(&namespace);
+                    }
+                }
+                false
+            }
+            Err(Error::NotAttempted) => false,
+            Err(e) => {
+                tracing::warn!(namespace = %namespace, error = %e, "could not write the report");
+                self.failed(&namespace, &e);
+                e.is_transient()
+            }
+        };
+        Outcome { namespace, retry }
+    }
+}
+
+/// List our reports (`Writer::list_reports`) and read them back, off the index task.
+pub(super) async fn list(
+    writer: super::writer::Writer,
+    api: Api,
+    namespace: Option<String>,
+) -> Listed {
+    Listed(
+        writer
+            .list_reports(api, namespace.as_deref())
+            .await
+            .map(|items| items.iter().filter_map(held_of).collect()),
+    )
+}
+
+impl Index {
+    /// The report jobs for the namespaces `self.dirty` touches, evaluated at `now`
+    /// (called before `plan`, which takes the dirty set). On a full pass, or while what
+    /// the API holds is unknown, it starts a list instead; the pass after its answer
+    /// compares every namespace.
+    pub(super) fn plan_reports(&mut self, now: jiff::Timestamp) -> Vec<Job> {
+        let Some(mut st) = self.reports.take() else {
+            return Vec::new();
+        };
+        let jobs = self.plan_reports_with(&mut st, now);
+        self.reports = Some(st);
+        jobs
+    }
+
+    fn plan_reports_with(&self, st: &mut Reports, now: jiff::Timestamp) -> Vec<Job> {
         let policies: BTreeSet<String> =
             self.policies.keys().map(|k| k.namespace.clone()).collect();
         let mut scope = scope(
-            dirty,
+            &self.dirty,
             &policies,
             &st.sources,
             |kind, key| match kind {
@@ -251,51 +413,33 @@ impl Index {
             },
             &st.retry,
         );
-        if needs_list(&scope, st.relist, st.available) {
-            match report_writer
-                .list_reports(&st.resource, self.config.namespace.as_deref())
-                .await
+        st.due = false;
+        if std::mem::take(&mut st.rescan) {
+            scope = Scope::All;
+        } else if needs_list(&scope, st.relist, st.available) {
+            // Until it answers nothing is written: a pass in between is covered by the
+            // full comparison after it.
+            if !st.listing
+                && let Some(lists) = &self.report_lists
             {
-                Ok(items) => {
-                    if st.available != Some(true) {
-                        tracing::info!(
-                            api = st.api.api_version(),
-                            kind = st.api.kind(),
-                            "writing mcpgov's findings as reports"
-                        );
-                    }
-                    st.available = Some(true);
-                    st.held = items.iter().filter_map(held_of).collect();
-                    st.relist = false;
-                    // What the API held may be anything: compare everything.
-                    scope = Scope::All;
-                }
-                Err(super::writer::Error::Api {
-                    code: Some(404), ..
-                }) => {
-                    if st.available != Some(false) {
-                        tracing::warn!(
-                            api = st.api.api_version(),
-                            resource = st.api.plural(),
-                            "the reports API is not served (its CRD is missing): no reports are written; it is looked for again on every resync"
-                        );
-                    }
-                    st.available = Some(false);
-                    st.relist = true;
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not list reports; trying again on the next pass");
-                    st.relist = true;
-                }
+                st.listing = true;
+                let writer = lists.writer.clone();
+                let tx = lists.tx.clone();
+                let namespace = self.config.namespace.clone();
+                let api = st.api;
+                tokio::spawn(async move {
+                    let listed = list(writer, api, namespace).await;
+                    let _ = tx
+                        .send(super::msg::Msg::ReportsListed(Box::new(listed)))
+                        .await;
+                });
             }
-            self.metrics
-                .reports
-                .reports_available
-                .set(i64::from(st.available == Some(true)));
+            return Vec::new();
         }
-        if st.relist || st.available != Some(true) || scope.is_empty() {
-            return;
+        if st.listing || st.relist || st.available != Some(true) || scope.is_empty() {
+            return Vec::new();
         }
+        let ev = self.engine.evaluator(now);
         let objects = self
             .agents
             .keys()
@@ -303,7 +447,7 @@ impl Index {
             .chain(self.grants.keys().map(|k| (Kind::Grant, k)))
             .chain(self.policies.keys().map(|k| (Kind::Policy, k)))
             .chain(self.servers.keys().map(|k| (Kind::MCPServer, k)));
-        let (findings, sources) = findings_in(ev, objects, &scope);
+        let (findings, sources) = findings_in(&ev, objects, &scope);
         let built = reports::build(&findings, &reports::Options::new(st.api));
         let desired: BTreeMap<String, Report> = built
             .reports
@@ -321,61 +465,42 @@ impl Index {
                 }
             }
         }
-        let ops = plan(&scope, &desired, &st.held);
-        let unchanged = desired
-            .len()
-            .saturating_sub(ops.iter().filter(|o| matches!(o, Op::Apply(_))).count());
-        for _ in 0..unchanged {
-            report_writer.skipped_report();
-        }
+        let ops = plan(&scope, &desired, &st.current());
+        let unchanged = desired.len().saturating_sub(
+            ops.iter()
+                .filter(|o| matches!(o, PlannedOp::Apply(_)))
+                .count(),
+        );
+        self.metrics
+            .reports
+            .report_writes
+            .with_label_values(&["skipped"])
+            .inc_by(unchanged as u64);
         st.retry.clear();
-        for op in ops {
-            match op {
-                Op::Apply(report) => {
-                    let ns = report.metadata.namespace.clone();
-                    match report_writer.apply_report(&st.resource, &report).await {
-                        Ok(uid) => {
-                            st.held.insert(
-                                ns,
-                                Held {
-                                    uid,
-                                    report: *report,
-                                },
-                            );
-                        }
-                        Err(e) => {
-                            tracing::warn!(namespace = %ns, error = %e, "could not write the report");
-                            if matches!(
-                                &e,
-                                super::writer::Error::Api {
-                                    code: Some(404),
-                                    ..
-                                }
-                            ) {
-                                // The CRD may have gone: look again before writing more.
-                                st.relist = true;
-                            }
-                            st.held.remove(&ns);
-                            st.retry.insert(ns);
-                        }
+        ops.into_iter()
+            .map(|op| {
+                let (namespace, planned, op) = match op {
+                    PlannedOp::Apply(report) => (
+                        report.metadata.namespace.clone(),
+                        Some((*report).clone()),
+                        Op::ApplyReport {
+                            api: st.api,
+                            report,
+                        },
+                    ),
+                    PlannedOp::Delete { namespace, uid } => {
+                        (namespace, None, Op::DeleteReport { api: st.api, uid })
                     }
-                }
-                Op::Delete { namespace, uid } => {
-                    match report_writer
-                        .delete_report(&st.resource, &namespace, uid.as_deref())
-                        .await
-                    {
-                        Ok(()) => {
-                            st.held.remove(&namespace);
-                        }
-                        Err(e) => {
-                            tracing::warn!(namespace = %namespace, error = %e, "could not delete the report");
-                            st.retry.insert(namespace);
-                        }
-                    }
-                }
-            }
-        }
+                };
+                st.planned.insert(namespace.clone(), planned);
+                let mut job = Job::new(ObjectId::new(
+                    Watched::Report,
+                    ObjKey::new(namespace, crate::names::REPORT_NAME),
+                ));
+                job.steps.push(Step::new(op));
+                job
+            })
+            .collect()
     }
 }
 
@@ -506,7 +631,7 @@ mod tests {
         // Not held: the desired report is applied over it.
         assert_eq!(
             plan(&Scope::All, &desired, &BTreeMap::new()),
-            vec![Op::Apply(Box::new(written))]
+            vec![PlannedOp::Apply(Box::new(written))]
         );
     }
 
@@ -537,12 +662,12 @@ mod tests {
         assert_eq!(
             ops,
             vec![
-                Op::Apply(Box::new(report("b", 2))),
-                Op::Delete {
+                PlannedOp::Apply(Box::new(report("b", 2))),
+                PlannedOp::Delete {
                     namespace: "c".into(),
                     uid: Some("uid-c".into())
                 },
-                Op::Apply(Box::new(report("d", 1))),
+                PlannedOp::Apply(Box::new(report("d", 1))),
             ]
         );
         // Nothing changed: nothing is written.
@@ -560,7 +685,7 @@ mod tests {
         let scope = Scope::Namespaces(["b".to_string()].into());
         assert_eq!(
             plan(&scope, &desired, &held),
-            vec![Op::Delete {
+            vec![PlannedOp::Delete {
                 namespace: "b".into(),
                 uid: Some("uid-b".into())
             }]

@@ -10,7 +10,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::core::ApiResource;
 use std::fmt;
 use std::time::Duration;
 
@@ -266,6 +265,11 @@ impl Writer {
             Op::DeleteConfigMap { name, uid } => {
                 self.delete_configmap(&job.key.namespace, name, uid).await
             }
+            Op::ApplyReport { api, report } => self.apply_report(*api, report).await,
+            Op::DeleteReport { api, uid } => {
+                self.delete_report(*api, &job.key.namespace, uid.as_deref())
+                    .await
+            }
         }
     }
 
@@ -278,7 +282,12 @@ impl Writer {
         label: &str,
         status: &serde_json::Value,
     ) -> Result<Written, Error> {
-        let ar = id.kind.api_resource();
+        let Some(ar) = id.kind.api_resource() else {
+            return Err(Error::Api {
+                code: None,
+                message: format!("a {} has no status", id.kind.name()),
+            });
+        };
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &id.key.namespace, &ar);
         let body = serde_json::json!({
@@ -364,29 +373,31 @@ impl Writer {
     }
 
     /// Server-side apply of one PolicyReport / OpenReports Report (field manager
-    /// `mcpgov`); the uid of the object written.
-    pub async fn apply_report(
+    /// `mcpgov`).
+    async fn apply_report(
         &self,
-        ar: &ApiResource,
+        api: crate::reports::Api,
         report: &crate::reports::Report,
-    ) -> Result<Option<String>, Error> {
+    ) -> Result<Written, Error> {
         let ns = &report.metadata.namespace;
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, ar);
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), ns, &api.resource());
         let pp = PatchParams::apply(FIELD_MANAGER).force();
         self.leading()?;
         let result = timed(api.patch(&report.metadata.name, &pp, &Patch::Apply(report))).await;
         self.count_report(result.as_ref().map(|_| "written"));
-        result.map(|o| o.metadata.uid)
+        result.map(|o| written(&o.metadata))
     }
 
     /// Delete our report in `ns`, only if it is still the object with `uid` (when known).
-    pub async fn delete_report(
+    async fn delete_report(
         &self,
-        ar: &ApiResource,
+        api: crate::reports::Api,
         ns: &str,
         uid: Option<&str>,
-    ) -> Result<(), Error> {
-        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, ar);
+    ) -> Result<Written, Error> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), ns, &api.resource());
         self.leading()?;
         let dp = DeleteParams {
             preconditions: uid.map(|u| kube::api::Preconditions {
@@ -400,19 +411,20 @@ impl Writer {
             r => r.map(|_| ()),
         };
         self.count_report(result.as_ref().map(|_| "deleted"));
-        result
+        result.map(|()| Written::default())
     }
 
     /// Our reports as the API holds them (labelled as ours, named `mcpgov`), in pages.
     /// A 404 means the API is not served (its CRD is missing).
     pub async fn list_reports(
         &self,
-        ar: &ApiResource,
+        api: crate::reports::Api,
         namespace: Option<&str>,
     ) -> Result<Vec<DynamicObject>, Error> {
+        let ar = api.resource();
         let api: Api<DynamicObject> = match namespace {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, ar),
-            None => Api::all_with(self.client.clone(), ar),
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &ar),
+            None => Api::all_with(self.client.clone(), &ar),
         };
         let mut lp = ListParams::default()
             .labels(&format!(
@@ -431,10 +443,6 @@ impl Writer {
                 _ => return Ok(out),
             }
         }
-    }
-
-    pub fn skipped_report(&self) {
-        self.count_report(Ok("skipped"));
     }
 
     fn count_report(&self, r: Result<&str, &Error>) {

@@ -53,6 +53,14 @@ impl Api {
             Api::OpenReports => "reports",
         }
     }
+
+    /// The resource, for the dynamic client.
+    pub fn resource(self) -> kube::core::ApiResource {
+        kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(self.group(), self.version(), self.kind()),
+            self.plural(),
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
