@@ -14,7 +14,9 @@
 #        MCPGOV_BENCH_ARGS="..." more arguments for the driver (e2e/src/bin/operator-bench.rs),
 #          e.g. "--changes 20 --resync-seconds 30 -- --crawl-concurrency 16" (after `--`:
 #          operator flags);
-#        MCPGOV_BENCH_KEEP=1 keeps the directory (logs) and prints where it is.
+#        MCPGOV_BENCH_KEEP=1 keeps the directory (logs) and prints where it is;
+#        MCPGOV_BENCH_BIN=FILE runs this operator binary (or a wrapper that profiles it,
+#          e.g. under heaptrack or perf; its RSS figures are then the wrapper's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size="${1:-large}"
@@ -80,7 +82,7 @@ command="bash bench/operator-bench.sh $size"
 [[ -n "${MCPGOV_BENCH_ARGS:-}" ]] && command="MCPGOV_BENCH_ARGS=\"$MCPGOV_BENCH_ARGS\" $command"
 mkdir -p "$work/logs"
 # shellcheck disable=SC2086 # MCPGOV_BENCH_ARGS is a list of words
-MCPGOV_BIN="$CARGO_TARGET_DIR/release/mcpgov" MCPGOV_E2E_LOGS="$work/logs" \
+MCPGOV_BIN="${MCPGOV_BENCH_BIN:-$CARGO_TARGET_DIR/release/mcpgov}" MCPGOV_E2E_LOGS="$work/logs" \
   "$CARGO_TARGET_DIR/release/operator-bench" --estate "$work/estate" --with-apply \
   --command "$command" --revision "$(git describe --always --dirty 2>/dev/null || echo unknown)" \
   ${out:+--out "$out"} ${MCPGOV_BENCH_ARGS:-}

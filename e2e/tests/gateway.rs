@@ -527,32 +527,66 @@ async fn rug_pull(variant_file: &std::path::Path, s: &Session, gw: &Gateway) -> 
     r
 }
 
+/// The rug-pull tests' estate in a fresh namespace: the Python test server serving its
+/// tools from a file the test rewrites (`variant`), an operator crawling it, the ledger
+/// Deny, and the agent under `profile` granted `lookup` and `publish`; `contracts` is
+/// added to the server's spec. Returned once the server is crawled.
+struct RugPullEstate {
+    // Dropped in this order: the operator, then the server, then the volume.
+    op: Operator,
+    _srv: McpServer,
+    variant_file: std::path::PathBuf,
+    volume: VolumeDir,
+    ns: String,
+}
+
+impl RugPullEstate {
+    async fn start(client: &kube::Client, prefix: &str, contracts: &str, profile: &str) -> Self {
+        let ns = namespace(client, prefix).await;
+        let volume = VolumeDir::new(&ns);
+        let variant_file = volume.0.with_extension("tools.json");
+        std::fs::write(&variant_file, variant("Look a word up").to_string()).unwrap();
+        let srv = McpServer::start(
+            "testserver",
+            &["--variant-file", variant_file.to_str().unwrap()],
+        );
+        let op = Operator::start_crawling(&ns, 300).await;
+        apply(
+            client,
+            &ns,
+            &(server("notes", &srv.url, "")
+                + contracts
+                + &ledger_deny_and_agent(profile)
+                + "---"
+                + &grant(&["notes::lookup", "notes::publish"], "")),
+        )
+        .await
+        .unwrap();
+        crawled(client, &ns, "notes").await;
+        RugPullEstate {
+            op,
+            _srv: srv,
+            variant_file,
+            volume,
+            ns,
+        }
+    }
+}
+
+impl Drop for RugPullEstate {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.variant_file);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rug_pull_hides_the_tool_and_blocks_its_calls() {
     let client = client().await;
-    let ns = namespace(&client, "gw-rugpull").await;
-    let volume = VolumeDir::new(&ns);
-    let variant_file = volume.0.with_extension("tools.json");
-    std::fs::write(&variant_file, variant("Look a word up").to_string()).unwrap();
-    let srv = McpServer::start(
-        "testserver",
-        &["--variant-file", variant_file.to_str().unwrap()],
-    );
-    let _op = Operator::start_crawling(&ns, 300).await;
-    apply(
-        &client,
-        &ns,
-        &(server("notes", &srv.url, "")
-            + &ledger_deny_and_agent("Review")
-            + "---"
-            + &grant(&["notes::lookup", "notes::publish"], "")),
-    )
-    .await
-    .unwrap();
-    crawled(&client, &ns, "notes").await;
-    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
-    let gw = Gateway::start(&volume.0, &ns, AGENT, "rugpull", &[]).await;
-    let b = in_force(&client, &ns, &gw, "lookup and publish eligible", |d| {
+    let estate = RugPullEstate::start(&client, "gw-rugpull", "", "Review").await;
+    let (ns, volume, variant_file) = (&estate.ns, &estate.volume, &estate.variant_file);
+    let _projector = Projector::start(ns, BUNDLE_CM, &volume.0).await;
+    let gw = Gateway::start(&volume.0, ns, AGENT, "rugpull", &[]).await;
+    let b = in_force(&client, ns, &gw, "lookup and publish eligible", |d| {
         decision(d, "lookup").as_deref() == Some("eligible")
             && decision(d, "publish").as_deref() == Some("eligible")
     })
@@ -568,7 +602,7 @@ async fn a_rug_pull_hides_the_tool_and_blocks_its_calls() {
     assert_eq!(text(&r), "lookup: word", "{r}");
 
     // After approval, the server rewords the tool (a prompt injection in waiting).
-    let r = rug_pull(&variant_file, &s, &gw).await;
+    let r = rug_pull(variant_file, &s, &gw).await;
     assert_eq!(r["structuredContent"]["bundleSha"], b.sha.as_str(), "{r}");
     let r = s.call("publish", json!({"text": "ok"})).await;
     assert_eq!(
@@ -582,7 +616,7 @@ async fn a_rug_pull_hides_the_tool_and_blocks_its_calls() {
     assert_eq!(denial(&r), "ContractMismatch", "{r}");
     // The operator has not re-crawled: the gateway caught it on its own, and says with
     // which digests.
-    let current = published(&client, &ns, "the same bundle", |_| true).await;
+    let current = published(&client, ns, "the same bundle", |_| true).await;
     assert_eq!(current.sha, b.sha, "no republish in between");
     let rec = gw
         .wait_record("the blocked lookup", |r| {
@@ -600,7 +634,6 @@ async fn a_rug_pull_hides_the_tool_and_blocks_its_calls() {
     s.close().await;
     fresh.close().await;
     gw.finish();
-    let _ = std::fs::remove_file(&variant_file);
 }
 
 /// Run `mcpgov approve` against the control plane; its stdout, or a panic with stderr.
@@ -644,34 +677,22 @@ async fn contracts(
 #[tokio::test(flavor = "multi_thread")]
 async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
     let client = client().await;
-    let ns = namespace(&client, "gw-pinned").await;
-    let volume = VolumeDir::new(&ns);
-    let variant_file = volume.0.with_extension("tools.json");
-    std::fs::write(&variant_file, variant("Look a word up").to_string()).unwrap();
-    let srv = McpServer::start(
-        "testserver",
-        &["--variant-file", variant_file.to_str().unwrap()],
-    );
-    let op = Operator::start_crawling(&ns, 300).await;
-    apply(
+    let estate = RugPullEstate::start(
         &client,
-        &ns,
-        &(server("notes", &srv.url, "")
-            + "  contracts: {mode: Pinned}\n"
-            + &ledger_deny_and_agent("Explore")
-            + "---"
-            + &grant(&["notes::lookup", "notes::publish"], "")),
+        "gw-pinned",
+        "  contracts: {mode: Pinned}\n",
+        "Explore",
     )
-    .await
-    .unwrap();
-    crawled(&client, &ns, "notes").await;
+    .await;
+    let (ns, volume, variant_file, op) =
+        (&estate.ns, &estate.volume, &estate.variant_file, &estate.op);
     // Nothing approved yet: both tools wait, rejected even under Explore.
-    let c = contracts(&client, &ns, "notes", "two unapproved tools", |c| {
+    let c = contracts(&client, ns, "notes", "two unapproved tools", |c| {
         c["pendingCount"] == 2
     })
     .await;
     assert_eq!(c["pending"][0]["reason"], "ContractUnapproved", "{c}");
-    let b = published(&client, &ns, "both tools unapproved", |d| {
+    let b = published(&client, ns, "both tools unapproved", |d| {
         decision(d, "lookup").as_deref() == Some("rejected")
             && decision(d, "publish").as_deref() == Some("rejected")
     })
@@ -683,7 +704,7 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
     );
 
     // Printed for GitOps: the patch pins both crawled digests, and changes nothing.
-    let patch = approve(&["-n", &ns, "--server", "notes"]);
+    let patch = approve(&["-n", ns, "--server", "notes"]);
     let crawled_lookup = c["pending"][0]["crawledDigest"]
         .as_str()
         .unwrap()
@@ -692,11 +713,11 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
         patch.contains("mode: Pinned") && patch.contains(&crawled_lookup),
         "{patch}"
     );
-    let servers: Api<MCPServer> = Api::namespaced(client.clone(), &ns);
+    let servers: Api<MCPServer> = Api::namespaced(client.clone(), ns);
     let spec = servers.get("notes").await.unwrap().spec.contracts.unwrap();
     assert!(spec.approved.is_empty(), "printing applies nothing");
     // Applied: both approved, under the approve command's own field manager.
-    let out = approve(&["-n", &ns, "--server", "notes", "--apply"]);
+    let out = approve(&["-n", ns, "--server", "notes", "--apply"]);
     assert!(
         out.contains(&format!("approved {ns}/notes::lookup {crawled_lookup}")),
         "{out}"
@@ -713,9 +734,9 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
         s.metadata.managed_fields
     );
 
-    let _projector = Projector::start(&ns, BUNDLE_CM, &volume.0).await;
-    let gw = Gateway::start(&volume.0, &ns, AGENT, "pinned", &[]).await;
-    let b = in_force(&client, &ns, &gw, "both approved and eligible", |d| {
+    let _projector = Projector::start(ns, BUNDLE_CM, &volume.0).await;
+    let gw = Gateway::start(&volume.0, ns, AGENT, "pinned", &[]).await;
+    let b = in_force(&client, ns, &gw, "both approved and eligible", |d| {
         decision(d, "lookup").as_deref() == Some("eligible")
             && decision(d, "publish").as_deref() == Some("eligible")
     })
@@ -730,8 +751,8 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
     // The rug pull. Before any re-crawl (the server crawls hourly and announces nothing),
     // the gateway blocks it on its own: the live contract no longer hashes to the
     // bundle's digest.
-    rug_pull(&variant_file, &s, &gw).await;
-    let current = published(&client, &ns, "the same bundle", |_| true).await;
+    rug_pull(variant_file, &s, &gw).await;
+    let current = published(&client, ns, "the same bundle", |_| true).await;
     assert_eq!(current.sha, b.sha, "no re-crawl, no republish in between");
     // The operator re-crawls (any spec change crawls at once) and the change stays
     // blocked: the bundle keeps the approved digest and rejects the tool, where a
@@ -744,7 +765,7 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
         )
         .await
         .unwrap();
-    let c = contracts(&client, &ns, "notes", "lookup ContractChanged", |c| {
+    let c = contracts(&client, ns, "notes", "lookup ContractChanged", |c| {
         c["pending"][0]["reason"] == "ContractChanged"
     })
     .await;
@@ -758,7 +779,7 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
         "{diff}"
     );
     let new_lookup = p["crawledDigest"].as_str().unwrap().to_string();
-    let b = in_force(&client, &ns, &gw, "lookup rejected as changed", |d| {
+    let b = in_force(&client, ns, &gw, "lookup rejected as changed", |d| {
         tool(d, "lookup").is_some_and(|t| t["reasons"] == json!(["Unmapped", "ContractChanged"]))
     })
     .await;
@@ -786,11 +807,9 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
     assert_eq!(op.metric("mcpgov_leader", &[]).await, 1.0);
 
     // Reviewed and approved: callable again, on the same session, nothing restarted.
-    let out = approve(&[
-        "-n", &ns, "--server", "notes", "--tool", "lookup", "--apply",
-    ]);
+    let out = approve(&["-n", ns, "--server", "notes", "--tool", "lookup", "--apply"]);
     assert!(out.contains(&new_lookup), "{out}");
-    in_force(&client, &ns, &gw, "lookup eligible again", |d| {
+    in_force(&client, ns, &gw, "lookup eligible again", |d| {
         tool(d, "lookup").is_some_and(|t| {
             t["decision"] == "eligible" && t["contractDigest"] == new_lookup.as_str()
         })
@@ -809,7 +828,6 @@ async fn a_pinned_rug_pull_stays_blocked_until_it_is_approved() {
         .await;
     s.close().await;
     gw.finish();
-    let _ = std::fs::remove_file(&variant_file);
 }
 
 #[tokio::test(flavor = "multi_thread")]

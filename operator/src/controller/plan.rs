@@ -1318,4 +1318,59 @@ mod plan_tests {
         assert!(ix.plan_reports(now()).is_empty());
         assert!(!ix.reports.as_ref().unwrap().owed());
     }
+
+    /// The admission webhook and the MCP listener read a mirror fed by the index: every
+    /// object the index stores or forgets must reach it (a generic store once applied
+    /// to the engine directly, and the mirror saw crawls but no watched object).
+    #[tokio::test]
+    async fn every_object_the_index_stores_or_forgets_reaches_the_mirror() {
+        let mut ix = index();
+        let (feed, mirror) = crate::admission::mirror::spawn(
+            ix.engine.config().clone(),
+            Arc::new(AtomicBool::new(true)),
+        );
+        ix.feed = Some(feed);
+        quickstart(&mut ix, "uid-a");
+        let agent = ObjKey::new("quickstart", "vibe-coder");
+        let counts = |e: &mcpgov_engine::Engine| {
+            (
+                e.agents().count(),
+                e.grants().count(),
+                e.policies().count(),
+                e.servers().count(),
+            )
+        };
+        let findings = |e: &mcpgov_engine::Engine| e.evaluator(now()).agent_findings(&agent);
+        let caught_up = async |ix: &Index| {
+            for _ in 0..500 {
+                {
+                    let m = mirror.state.lock().unwrap();
+                    if counts(&m.engine) == counts(&ix.engine)
+                        && findings(&m.engine) == findings(&ix.engine)
+                    {
+                        return true;
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            false
+        };
+        let (agents, grants, policies, servers) = counts(&ix.engine);
+        assert!(agents > 0 && grants > 0 && policies > 0 && servers > 0);
+        assert!(!findings(&ix.engine).is_empty(), "the quickstart violates");
+        assert!(
+            caught_up(&ix).await,
+            "the mirror holds what the index holds"
+        );
+        // Forgetting: the Grants go, and with them the violation, in both.
+        let grants: Vec<ObjKey> = ix.grants.keys().cloned().collect();
+        for g in grants {
+            ix.handle(Msg::Delete(Watched::Grant, g));
+        }
+        assert_eq!(counts(&ix.engine).1, 0);
+        assert!(
+            caught_up(&ix).await,
+            "the mirror forgets what the index forgets"
+        );
+    }
 }

@@ -41,7 +41,8 @@ pub async fn listen(
         .layer(axum::middleware::from_fn(rebinding_guard));
     let listener = tokio::net::TcpListener::bind(addr).await?;
     ready(listener.local_addr()?);
-    axum::serve(listener, app)
+    // Nagle off, as the operator's listener (`live::nodelay`).
+    axum::serve(super::live::nodelay(listener), app)
         .with_graceful_shutdown(async move {
             shutdown.await;
             cancel.cancel();

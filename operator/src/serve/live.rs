@@ -202,14 +202,21 @@ pub async fn run(
         .map_err(|e| format!("MCP server: {e}"))
 }
 
-/// Serve `app` with Nagle off: a streamed answer is written in pieces, and Nagle held
-/// the last one back until the client's delayed ACK (~40 ms per call, measured).
+/// Serve `app` with Nagle off (`nodelay`).
 pub async fn serve_on(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    axum::serve(nodelay(listener), app).await
+}
+
+/// The listener with Nagle off on every connection: a streamed answer is written in
+/// pieces, and Nagle held the last one back until the client's delayed ACK (~40 ms per
+/// call, measured).
+pub fn nodelay(
+    listener: tokio::net::TcpListener,
+) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = std::net::SocketAddr> {
     use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|tcp| {
+    listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, app).await
+    })
 }
 
 /// `/mcp` over the mirror, behind the guard (`auth` `None`: unauthenticated).

@@ -123,10 +123,14 @@ pub enum Refused {
     Unavailable(String),
 }
 
-/// The reviews with their cache.
+/// The reviews with their caches.
 pub struct Authenticator<R> {
     reviews: R,
     cache: Mutex<Cache>,
+    /// Refusals, kept apart: anyone can send new bad tokens, and in one cache each
+    /// would evict a reviewed caller (the one closest to expiry), who then costs the
+    /// API server a review again.
+    refused: Mutex<Cache>,
 }
 
 impl<R: Reviews> Authenticator<R> {
@@ -134,6 +138,7 @@ impl<R: Reviews> Authenticator<R> {
         Authenticator {
             reviews,
             cache: Mutex::new(Cache::new(CACHE_ENTRIES, CACHE_TTL)),
+            refused: Mutex::new(Cache::new(CACHE_ENTRIES, CACHE_TTL)),
         }
     }
 
@@ -149,12 +154,20 @@ impl<R: Reviews> Authenticator<R> {
         if let Some(hit) = self.lock().get(&key, now) {
             return hit.ok_or(Refused::Unauthenticated);
         }
+        if lock(&self.refused).get(&key, now).is_some() {
+            return Err(Refused::Unauthenticated);
+        }
         let result = self.review(token, namespaces).await?;
         let cap = jwt_expiry(token).map(|exp| {
             let left = exp.saturating_sub(unix_now());
             now + Duration::from_secs(left)
         });
-        self.lock().insert(key, result.clone(), now, cap);
+        let cache = if result.is_some() {
+            &self.cache
+        } else {
+            &self.refused
+        };
+        lock(cache).insert(key, result.clone(), now, cap);
         result.ok_or(Refused::Unauthenticated)
     }
 
@@ -206,8 +219,12 @@ impl<R: Reviews> Authenticator<R> {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.cache)
     }
+}
+
+fn lock(cache: &Mutex<Cache>) -> std::sync::MutexGuard<'_, Cache> {
+    cache.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The cache key of a token: its sha256 (the token itself is never kept).

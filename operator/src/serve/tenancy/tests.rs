@@ -215,3 +215,28 @@ async fn an_unreachable_api_server_refuses_and_is_not_cached() {
     assert_eq!(auth.reviews.calls.load(Ordering::SeqCst), 2);
     assert!(auth.lock().is_empty());
 }
+
+#[tokio::test]
+async fn a_flood_of_bad_tokens_does_not_evict_a_reviewed_caller() {
+    let auth = Authenticator::new(Fake::new());
+    auth.caller("tok-a", namespaces).await.unwrap();
+    let reviewed = auth.reviews.calls.load(Ordering::SeqCst);
+    // More refusals than either cache holds, each a new token: one review each.
+    let flood = CACHE_ENTRIES + 10;
+    for i in 0..flood {
+        let bad = format!("bad-{i}");
+        assert_eq!(
+            auth.caller(&bad, namespaces).await.unwrap_err(),
+            Refused::Unauthenticated
+        );
+    }
+    assert_eq!(auth.reviews.calls.load(Ordering::SeqCst), reviewed + flood);
+    assert!(lock(&auth.refused).len() <= CACHE_ENTRIES);
+    // The caller is still cached: no review.
+    let a = auth
+        .caller("tok-a", || panic!("a cached caller lists no namespaces"))
+        .await
+        .unwrap();
+    assert_eq!(a.user, "alice");
+    assert_eq!(auth.reviews.calls.load(Ordering::SeqCst), reviewed + flood);
+}
