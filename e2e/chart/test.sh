@@ -619,6 +619,60 @@ CAN
   return $rc
 }
 
+# The MCP listener's RBAC for real: the operator as the chart's ServiceAccount with the
+# Deployment's MCP flags reviews a caller's token (TokenReview) and what it may read
+# (SubjectAccessReview): a caller's initialize is answered (not 503: a review the
+# ServiceAccount may not create fails closed), a request without a token gets 401;
+# nothing "forbidden", nothing broader.
+t_rbac_mcp() {
+  [[ -f "$STATE/env" && -n "$BIN" ]] || { echo "needs the control plane and the operator build"; return 1; }
+  local rel=mcpq rns=mcpgov-mcpq wns=team-mcpq
+  local out="$WORK/render-mcpq.yaml" kc="$WORK/sa-mcpq.kubeconfig" log="$WORK/operator-mcpq.log"
+  "$HELM" template "$rel" "$CHART" --namespace "$rns" --kube-version "$KUBE_VERSION" \
+    --set watchNamespace="$wns",governanceNamespace="$wns",crds.install=false \
+    --set replicaCount=1,leaderElection.enabled=false,mcp.enabled=true > "$out" || return 1
+  kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$wns" >/dev/null || return 1
+  apply_rbac "$out" || return 1
+  sa_kubeconfig mcpq-mcpgov "$rns" "$kc" || return 1
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  local -a args
+  mapfile -t args < <(rendered_args "$out" | python3 -c '
+import sys
+a = [x for x in sys.stdin.read().split("\n") if x]
+a[a.index("--mcp-listen") + 1] = "127.0.0.1:" + sys.argv[1]
+print("\n".join(a))' "$port")
+  echo "mcpgov operator ${args[*]}"
+  KUBECONFIG="$kc" RUST_LOG="info,mcpgov=debug" POD_NAME=mcpgov-chart-test POD_NAMESPACE="$rns" \
+    "$BIN" operator --listen "127.0.0.1:0" "${args[@]}" >"$log" 2>&1 &
+  op_pid=$!
+  kubectl create serviceaccount mcp-caller -n "$wns" >/dev/null || return 1
+  local token init='{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"chart-test","version":"1"}}}'
+  token=$(kubectl create token mcp-caller -n "$wns" --audience mcpgov) || return 1
+  mcp_status() {
+    curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/mcp" \
+      -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+      "$@" -d "$init"
+  }
+  # Bash scopes dynamically: these see the locals above when until_ok calls them.
+  mcp_answered() { [[ "$(mcp_status -H "Authorization: Bearer $token")" == 200 ]]; }
+  until_ok "a caller's initialize answered 200 (its token reviewed as the ServiceAccount)" 60 mcp_answered ||
+    { echo "last status: $(mcp_status -H "Authorization: Bearer $token")"; tail -n 30 "$log"; return 1; }
+  local anon
+  anon=$(mcp_status)
+  echo "  without a token: $anon"
+  [[ "$anon" == 401 ]] || return 1
+  stop_operator "$log" || return 1
+  can_i "$kc" <<CAN
+yes create tokenreviews.authentication.k8s.io
+yes create subjectaccessreviews.authorization.k8s.io
+no  create localsubjectaccessreviews.authorization.k8s.io      -n=$wns
+no  create serviceaccounts/token                               -n=$wns
+no  list   secrets                                              -A
+no  get    secrets                                              -n=kube-system
+CAN
+}
+
 # Negative control: the same rules without ConfigMap writes. The operator must then
 # fail to publish the bundle and say "forbidden", so the absence above means something.
 t_rbac_negative_control() {
@@ -1039,6 +1093,7 @@ run "helm install / upgrade / uninstall for real; CRDs kept iff crds.keep" t_hel
 run "RBAC for real: the operator as the chart's ServiceAccount; can-i" t_rbac_real
 run "RBAC for real with watchNamespace: a RoleBinding in that namespace only" t_rbac_watch_namespace
 run "admission webhook RBAC for real: Secret made, caBundle set, denial over TLS; can-i" t_rbac_admission
+run "MCP listener RBAC for real: a caller's token and access reviewed as the ServiceAccount; can-i" t_rbac_mcp
 run "negative control: without ConfigMap writes the log says 'forbidden'" t_rbac_negative_control
 run "RBAC for real with policyReports: the report written and deleted as the ServiceAccount" t_rbac_reports
 run "tenant RBAC: users bound to view/edit/admin (and the chart's roles directly)" t_tenant_rbac
