@@ -287,7 +287,10 @@ pub fn run(a: OperatorArgs) -> Result<(), Failure> {
     let arenas = limit_malloc_arenas();
     init_logging();
     if let Some(n) = arenas {
-        tracing::debug!(arenas = n, "malloc arenas limited (MALLOC_ARENA_MAX overrides)");
+        tracing::debug!(
+            arenas = n,
+            "malloc arenas limited (MALLOC_ARENA_MAX overrides)"
+        );
     }
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
