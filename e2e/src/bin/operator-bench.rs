@@ -1039,6 +1039,9 @@ fn row(what: &str, figure: String, target: &str, met: Option<bool>) -> Row {
 struct Report {
     rows: Vec<Row>,
     notes: Vec<String>,
+    /// The 1-minute load average when the run started (`/proc/loadavg`): figures from a
+    /// busy machine are slower, and the report says how busy it was.
+    load_at_start: String,
 }
 
 impl Report {
@@ -1240,7 +1243,13 @@ async fn main() {
     let estate = Arc::new(load_estate(&args.estate));
     let client = client().await;
     let ns = args.namespace.clone();
-    let mut report = Report::default();
+    let mut report = Report {
+        load_at_start: std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|l| l.split_whitespace().next().map(str::to_string))
+            .unwrap_or_else(|| "unknown".into()),
+        ..Report::default()
+    };
     let op_args: Vec<&str> = std::iter::once("--allow-loopback")
         .chain(args.operator_args.iter().map(String::as_str))
         .collect();
@@ -1729,8 +1738,8 @@ fn markdown(args: &Args, e: &Estate, r: &Report) -> String {
          `bench/bench_server.py --http` (one Python process). A real kube-apiserver and \
          etcd (`e2e/start-control-plane.sh`: etcd on tmpfs without fsync, so API writes \
          are at their cheapest), the release `mcpgov operator` as a local process \
-         (`--allow-loopback --resync-seconds {}{}`), 2 shared cores, other builds running. \
-         Measured {}{}.\n",
+         (`--allow-loopback --resync-seconds {}{}`), 2 shared cores (1-minute load average \
+         {} at the start). Measured {}{}.\n",
         e.size,
         e.servers.len(),
         e.tools.values().next().map_or(0, Vec::len),
@@ -1743,6 +1752,7 @@ fn markdown(args: &Args, e: &Estate, r: &Report) -> String {
         } else {
             format!(" {}", args.operator_args.join(" "))
         },
+        r.load_at_start,
         today(),
         if args.revision.is_empty() {
             String::new()
