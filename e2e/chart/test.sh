@@ -558,6 +558,23 @@ no  create leases.coordination.k8s.io                           -n=$rns
 EOF
 }
 
+# Render release $1 (one replica, scoped to watch namespace $3, with --set $4) into
+# $WORK/render-$1.yaml, create namespaces $2 and $3, apply the rendering's RBAC and write
+# $WORK/sa-$1.kubeconfig for its ServiceAccount ($1-mcpgov in $2).
+scoped_release() {
+  local rel="$1" rns="$2" wns="$3" set="$4"
+  "$HELM" template "$rel" "$CHART" --namespace "$rns" --kube-version "$KUBE_VERSION" \
+    --set watchNamespace="$wns",governanceNamespace="$wns",crds.install=false \
+    --set replicaCount=1,leaderElection.enabled=false,"$set" > "$WORK/render-$rel.yaml" || return 1
+  kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$wns" >/dev/null || return 1
+  apply_rbac "$WORK/render-$rel.yaml" || return 1
+  sa_kubeconfig "$rel-mcpgov" "$rns" "$WORK/sa-$rel.kubeconfig"
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
 # The admission webhook's RBAC for real: the operator as the chart's ServiceAccount with
 # the Deployment's admission flags makes the Secret, fills the caBundle of the chart's
 # configuration (pointed at a local url: this control plane has no Service routing) and
@@ -566,14 +583,9 @@ t_rbac_admission() {
   [[ -f "$STATE/env" && -n "$BIN" ]] || { echo "needs the control plane and the operator build"; return 1; }
   local rel=adm rns=mcpgov-adm wns=team-adm
   local out="$WORK/render-adm.yaml" kc="$WORK/sa-adm.kubeconfig" log="$WORK/operator-adm.log"
-  "$HELM" template "$rel" "$CHART" --namespace "$rns" --kube-version "$KUBE_VERSION" \
-    --set watchNamespace="$wns",governanceNamespace="$wns",crds.install=false \
-    --set replicaCount=1,leaderElection.enabled=false,admission.enabled=true > "$out" || return 1
-  kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$wns" >/dev/null || return 1
-  apply_rbac "$out" || return 1
-  sa_kubeconfig adm-mcpgov "$rns" "$kc" || return 1
+  scoped_release "$rel" "$rns" "$wns" admission.enabled=true || return 1
   local port cfg="adm-mcpgov-$rns" secret=adm-mcpgov-admission-tls
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   python3 - "$out" "$port" "$wns" > "$WORK/vwc-adm.yaml" <<'PY' || return 1
 import sys, yaml
 vwc = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ValidatingWebhookConfiguration"][0]
@@ -628,14 +640,9 @@ t_rbac_mcp() {
   [[ -f "$STATE/env" && -n "$BIN" ]] || { echo "needs the control plane and the operator build"; return 1; }
   local rel=mcpq rns=mcpgov-mcpq wns=team-mcpq
   local out="$WORK/render-mcpq.yaml" kc="$WORK/sa-mcpq.kubeconfig" log="$WORK/operator-mcpq.log"
-  "$HELM" template "$rel" "$CHART" --namespace "$rns" --kube-version "$KUBE_VERSION" \
-    --set watchNamespace="$wns",governanceNamespace="$wns",crds.install=false \
-    --set replicaCount=1,leaderElection.enabled=false,mcp.enabled=true > "$out" || return 1
-  kubectl create namespace "$rns" >/dev/null && kubectl create namespace "$wns" >/dev/null || return 1
-  apply_rbac "$out" || return 1
-  sa_kubeconfig mcpq-mcpgov "$rns" "$kc" || return 1
+  scoped_release "$rel" "$rns" "$wns" mcp.enabled=true || return 1
   local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   local -a args
   mapfile -t args < <(rendered_args "$out" | python3 -c '
 import sys
