@@ -79,6 +79,9 @@ pub fn rule_for(kind: FindingKind, reason: FindingReason) -> Rule {
         (FindingKind::Unresolved, R::CrossNamespaceDenied) => {
             rule("cross-namespace-key", Warn, Medium)
         }
+        // Two Agents name one bundle ConfigMap: one of them is not published, which no
+        // key (Grant, Policy) can fix; its own rule, so it is not read as a typo.
+        (FindingKind::Unresolved, R::BundleNameClash) => rule("bundle-name-clash", Warn, High),
         (FindingKind::Unresolved, _) => rule("unresolved-key", Warn, Medium),
         (FindingKind::Invalid, _) => rule("invalid-input", Error, High),
     }
@@ -219,9 +222,9 @@ mod tests {
         (
             Unresolved,
             "BundleNameClash",
-            "unresolved-key",
+            "bundle-name-clash",
             Outcome::Warn,
-            Severity::Medium,
+            Severity::High,
         ),
         (
             Exception,
