@@ -86,13 +86,20 @@ impl Reports {
         self.due = true;
     }
 
-    /// What the API holds, with the writes in flight as if done.
-    fn current(&self) -> BTreeMap<String, Held> {
-        let mut current = self.held.clone();
-        for (ns, planned) in &self.planned {
+    /// What the API holds in the namespaces of `scope`, with the writes in flight as if
+    /// done. Only those are copied: a change pass touches a few namespaces, and each
+    /// report may be up to about 1 MiB.
+    fn current(&self, scope: &Scope) -> BTreeMap<String, Held> {
+        let mut current: BTreeMap<String, Held> = self
+            .held
+            .iter()
+            .filter(|(ns, _)| scope.contains(ns))
+            .map(|(ns, h)| (ns.clone(), h.clone()))
+            .collect();
+        for (ns, planned) in self.planned.iter().filter(|(ns, _)| scope.contains(ns)) {
             match planned {
                 Some(report) => {
-                    let uid = current.get(ns).and_then(|h| h.uid.clone());
+                    let uid = self.held.get(ns).and_then(|h| h.uid.clone());
                     current.insert(
                         ns.clone(),
                         Held {
@@ -465,7 +472,7 @@ impl Index {
                 }
             }
         }
-        let ops = plan(&scope, &desired, &st.current());
+        let ops = plan(&scope, &desired, &st.current(&scope));
         let unchanged = desired.len().saturating_sub(
             ops.iter()
                 .filter(|o| matches!(o, PlannedOp::Apply(_)))
