@@ -8,6 +8,11 @@ use mcpgov_engine::{Evaluator, ObjKey};
 use serde_json::json;
 
 /// A question the registry refused: bad arguments exit 2, the rest 1.
+/// A `--profile` flag, parsed as the MCP questions parse theirs.
+fn profile_arg(p: Option<&str>) -> Result<Option<q::ProfileArg>, Failure> {
+    p.map(q::ProfileArg::parse).transpose().map_err(refused)
+}
+
 pub(super) fn refused(r: Refusal) -> Failure {
     match r {
         Refusal::Invalid(m) => Failure::Input(m),
@@ -235,11 +240,7 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
             profile,
             ..
         } => {
-            let profile = profile
-                .as_deref()
-                .map(q::ProfileArg::parse)
-                .transpose()
-                .map_err(refused)?;
+            let profile = profile_arg(profile.as_deref())?;
             let input = q::EligibleToolsInput {
                 agent,
                 tools,
@@ -253,11 +254,7 @@ pub fn run(args: QueryArgs) -> Result<(), Failure> {
             profile,
             ..
         } => {
-            let profile = profile
-                .as_deref()
-                .map(q::ProfileArg::parse)
-                .transpose()
-                .map_err(refused)?;
+            let profile = profile_arg(profile.as_deref())?;
             let input = q::ExplainInput {
                 agent,
                 tool,
