@@ -110,6 +110,17 @@ fn prov(evidence: &str) -> Provenance {
     }
 }
 
+/// The Grants among `objects` (what the benches pick questions from).
+pub fn grants(objects: &[Object]) -> Vec<Grant> {
+    objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::Grant(g) => Some(g.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Every object of the estate.
 pub fn generate(size: Size, seed: u64) -> Vec<Object> {
     let mut rng = Rng::new(seed);

@@ -6,8 +6,8 @@
 use super::consequences::compute;
 use super::mirror::{Change, State, apply};
 use super::*;
+use mcpgov_engine::Engine;
 use mcpgov_engine::estate::{Rng, Size, generate};
-use mcpgov_engine::{Engine, Object};
 use std::time::Instant;
 
 const REVIEWS: usize = 400;
@@ -16,13 +16,7 @@ const REVIEWS: usize = 400;
 #[ignore = "a benchmark: run in release with --ignored"]
 fn admission_review_latency_on_the_large_estate() {
     let objects = generate(Size::LARGE, 42);
-    let grants: Vec<mcpgov_engine::Grant> = objects
-        .iter()
-        .filter_map(|o| match o {
-            Object::Grant(g) => Some(g.clone()),
-            _ => None,
-        })
-        .collect();
+    let grants = mcpgov_engine::estate::grants(&objects);
     let mut state = State::new(Engine::new(Default::default()));
     let t = Instant::now();
     for o in objects {

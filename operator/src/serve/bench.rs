@@ -49,13 +49,7 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn check_access_latency_through_the_listener_on_the_large_estate() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let objects = generate(Size::LARGE, 42);
-    let grants: Vec<mcpgov_engine::Grant> = objects
-        .iter()
-        .filter_map(|o| match o {
-            Object::Grant(g) => Some(g.clone()),
-            _ => None,
-        })
-        .collect();
+    let grants = mcpgov_engine::estate::grants(&objects);
     let agents = objects
         .iter()
         .filter(|o| matches!(o, Object::Agent(_)))
