@@ -7,6 +7,7 @@ pub mod canonical;
 pub mod contract;
 pub mod glob;
 pub mod key;
+pub mod loopback;
 pub mod percall;
 pub mod streaming;
 pub mod uri;

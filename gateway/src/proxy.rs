@@ -323,40 +323,19 @@ async fn rebinding_guard(
 }
 
 /// The offending header, escaped, when `Host` or `Origin` names anything but
-/// `localhost`, `127.0.0.1` or `[::1]` (with any port).
+/// `localhost`, `127.0.0.1` or `[::1]` (`mcpgov_core::loopback`).
 fn foreign_host_or_origin(headers: &HeaderMap) -> Option<String> {
-    fn loopback_authority(a: &str) -> bool {
-        let host = match a.strip_prefix('[') {
-            Some(rest) => match rest.split_once(']') {
-                Some((h, port)) if port.is_empty() || port.starts_with(':') => h,
-                _ => return false,
-            },
-            None => a.split_once(':').map_or(a, |(h, _)| h),
-        };
-        host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
-    }
-    let shown = |name: &str, v: &HeaderValue| {
-        format!(
-            "{name} {:?}",
-            String::from_utf8_lossy(&v.as_bytes()[..v.len().min(100)])
-        )
-    };
-    if let Some(v) = headers.get(header::HOST)
-        && !v.to_str().is_ok_and(loopback_authority)
-    {
-        return Some(shown("Host", v));
-    }
-    if let Some(v) = headers.get(header::ORIGIN) {
-        let ok = v.to_str().is_ok_and(|o| {
-            o.strip_prefix("http://")
-                .or_else(|| o.strip_prefix("https://"))
-                .is_some_and(loopback_authority)
-        });
-        if !ok {
-            return Some(shown("Origin", v));
-        }
-    }
-    None
+    let (name, v) = mcpgov_core::loopback::foreign_header(
+        headers.get(header::HOST).map(HeaderValue::as_bytes),
+        headers
+            .get_all(header::ORIGIN)
+            .iter()
+            .map(HeaderValue::as_bytes),
+    )?;
+    Some(format!(
+        "{name} {:?}",
+        String::from_utf8_lossy(&v[..v.len().min(100)])
+    ))
 }
 
 pub fn ops_router(app: Arc<App>) -> Router {
@@ -1219,6 +1198,17 @@ mod rebinding_tests {
                 "{bad}"
             );
         }
+        // The operator's rule now: a port is digits, and every Origin is checked.
+        assert!(foreign_host_or_origin(&headers(Some("localhost:evil"), None)).is_some());
+        let mut two = headers(Some("127.0.0.1"), Some("http://localhost"));
+        two.append(
+            header::ORIGIN,
+            HeaderValue::from_static("http://evil.example.com"),
+        );
+        assert!(
+            foreign_host_or_origin(&two).is_some(),
+            "a second Origin cannot hide behind a good first one"
+        );
     }
 }
 

@@ -64,47 +64,20 @@ async fn rebinding_guard(req: axum::extract::Request, next: axum::middleware::Ne
     next.run(req).await
 }
 
-/// `localhost`, `127.0.0.1` or `[::1]`, with any port or none.
-fn loopback_authority(a: &str) -> bool {
-    let host = match a.strip_prefix('[') {
-        Some(rest) => match rest.split_once(']') {
-            Some((h, port)) if port.is_empty() || port.starts_with(':') => h,
-            _ => return false,
-        },
-        None => match a.split_once(':') {
-            Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) => h,
-            Some(_) => return false,
-            None => a,
-        },
-    };
-    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
-}
-
 /// The offending header, shown escaped and cut, when `Host` or `Origin` names
-/// anything but a loopback name (a missing `Origin` is a non-browser client: fine).
+/// anything but a loopback name (`mcpgov_core::loopback`).
 pub fn foreign_host_or_origin(headers: &HeaderMap) -> Option<String> {
-    let shown = |name: &str, v: &HeaderValue| {
-        format!(
-            "{name} {}",
-            crate::text::quote(&String::from_utf8_lossy(v.as_bytes()), 100)
-        )
-    };
-    if let Some(v) = headers.get(header::HOST)
-        && !v.to_str().is_ok_and(loopback_authority)
-    {
-        return Some(shown("Host", v));
-    }
-    for v in headers.get_all(header::ORIGIN) {
-        let ok = v.to_str().is_ok_and(|o| {
-            o.strip_prefix("http://")
-                .or_else(|| o.strip_prefix("https://"))
-                .is_some_and(loopback_authority)
-        });
-        if !ok {
-            return Some(shown("Origin", v));
-        }
-    }
-    None
+    let (name, v) = mcpgov_core::loopback::foreign_header(
+        headers.get(header::HOST).map(HeaderValue::as_bytes),
+        headers
+            .get_all(header::ORIGIN)
+            .iter()
+            .map(HeaderValue::as_bytes),
+    )?;
+    Some(format!(
+        "{name} {}",
+        crate::text::quote(&String::from_utf8_lossy(v), 100)
+    ))
 }
 
 #[cfg(test)]
